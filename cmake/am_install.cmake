@@ -1,0 +1,21 @@
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY include/am DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS am am_core EXPORT amTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS amrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(EXPORT amTargets NAMESPACE am:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/am)
+
+configure_package_config_file(cmake/amConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/amConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/am)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/amConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/amConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/amConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/am)
+
+configure_file(cmake/am.pc.in ${CMAKE_CURRENT_BINARY_DIR}/am.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/am.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

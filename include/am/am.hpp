@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// Umbrella header of the `am` C++ API.
+#pragma once
+
+#include <am/config.hpp>
+#include <am/context.hpp>
+#include <am/error.hpp>
+#include <am/handler.hpp>
+#include <am/stats.hpp>

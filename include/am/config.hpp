@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// `am::config`: job configuration. Every field has an environment-variable default.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace am {
+
+/// How ranks are realised.
+enum class transport_kind {
+    threads,  ///< ranks are threads of one process (the embedded default)
+    shm,      ///< ranks are processes on one host, talking through POSIX shared memory
+};
+
+/// Job configuration. `config::from_env()` reads the environment; a default-constructed
+/// config is the documented default. Read by `am::run` once, before any rank starts.
+struct config {
+    /// Number of ranks (`AM_RANKS`, default 1). Ignored when launched by `amrun`.
+    int ranks = 1;
+    /// Transport (`AM_TRANSPORT=threads|shm`, default threads).
+    transport_kind transport = transport_kind::threads;
+    /// Bytes of each ring: one ring per ordered pair of ranks and per lane (`AM_RING_BYTES`).
+    /// 0 picks 256 KiB for up to 16 ranks and less beyond. Rounded up to a power of two,
+    /// at least 1 KiB. The ring bounds `max_medium()`.
+    std::size_t ring_bytes = 0;
+    /// Bytes of each rank's registered segment, the target of long messages
+    /// (`AM_SEGMENT_BYTES`, default 64 MiB). Pages are touched only when written.
+    std::size_t segment_bytes = std::size_t{64} << 20;
+    /// Largest medium payload wanted (`AM_MAX_MEDIUM`, default 64 KiB); the effective limit,
+    /// `context::max_medium()`, is also bounded by the ring size.
+    std::size_t max_medium = std::size_t{64} << 10;
+    /// Run a progress thread per rank that services messages while the rank computes
+    /// (`AM_PROGRESS_THREAD=1`, default off). Handlers then run on that thread too.
+    bool progress_thread = false;
+    /// Print per-rank statistics to stderr when the rank finishes (`AM_STATS=1`).
+    bool print_stats = false;
+
+    /// The defaults above, overridden by the environment variables named above.
+    /// Throws `am::error` naming the variable when one cannot be parsed.
+    static config from_env();
+};
+
+}  // namespace am

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+#include <am/config.hpp>
+#include <am/error.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace am {
+namespace {
+
+std::size_t parse_size(const char* name, const char* text) {
+    // Accepts a decimal count with an optional K, M or G suffix (powers of two).
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(text, &end, 10);
+    std::size_t shift = 0;
+    if (end != text && *end != '\0') {
+        switch (*end) {
+            case 'k': case 'K': shift = 10; break;
+            case 'm': case 'M': shift = 20; break;
+            case 'g': case 'G': shift = 30; break;
+            default: shift = 64;
+        }
+        if (shift != 64 && end[1] != '\0' && !(end[1] == 'i' || end[1] == 'B')) shift = 64;
+    }
+    if (end == text || errno != 0 || shift == 64 || text[0] == '-') {
+        throw error(errc::invalid_argument, std::string("am::config::from_env: ") + name + "=\"" +
+                                                text + "\" is not a size (e.g. 4096, 64K, 1M)");
+    }
+    return static_cast<std::size_t>(v) << shift;
+}
+
+bool parse_bool(const char* name, const char* text) {
+    const std::string t = text;
+    if (t == "1" || t == "yes" || t == "true" || t == "on") return true;
+    if (t == "0" || t == "no" || t == "false" || t == "off" || t.empty()) return false;
+    throw error(errc::invalid_argument, std::string("am::config::from_env: ") + name + "=\"" +
+                                            text + "\" is not a boolean (0 or 1)");
+}
+
+}  // namespace
+
+config config::from_env() {
+    config c;
+    if (const char* v = std::getenv("AM_RANKS")) {
+        const std::size_t n = parse_size("AM_RANKS", v);
+        if (n < 1 || n > 4096) {
+            throw error(errc::invalid_argument,
+                        std::string("am::config::from_env: AM_RANKS=") + v +
+                            " is outside [1, 4096]");
+        }
+        c.ranks = static_cast<int>(n);
+    }
+    if (const char* v = std::getenv("AM_TRANSPORT")) {
+        const std::string t = v;
+        if (t == "threads") {
+            c.transport = transport_kind::threads;
+        } else if (t == "shm") {
+            c.transport = transport_kind::shm;
+        } else {
+            throw error(errc::invalid_argument, "am::config::from_env: AM_TRANSPORT=\"" + t +
+                                                    "\" is not one of threads, shm");
+        }
+    }
+    if (const char* v = std::getenv("AM_RING_BYTES")) c.ring_bytes = parse_size("AM_RING_BYTES", v);
+    if (const char* v = std::getenv("AM_SEGMENT_BYTES")) {
+        c.segment_bytes = parse_size("AM_SEGMENT_BYTES", v);
+    }
+    if (const char* v = std::getenv("AM_MAX_MEDIUM")) c.max_medium = parse_size("AM_MAX_MEDIUM", v);
+    if (const char* v = std::getenv("AM_PROGRESS_THREAD")) {
+        c.progress_thread = parse_bool("AM_PROGRESS_THREAD", v);
+    }
+    if (const char* v = std::getenv("AM_STATS")) c.print_stats = parse_bool("AM_STATS", v);
+    return c;
+}
+
+}  // namespace am

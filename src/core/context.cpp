@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// The public `am::context` / `am::token` entry points: thin forwarding to `context_impl`.
+#include "context_impl.hpp"
+
+#include <am/context.hpp>
+
+namespace am {
+
+namespace detail {
+
+void core_send(context_impl* c, const send_desc& d) { c->send(d, false); }
+
+void core_reply(token& t, const send_desc& d) {
+    if (!t.is_request()) {
+        throw error(errc::bad_reply, "am::token::reply: rank " + std::to_string(t._ctx->rank()) +
+                                         ": called in a reply handler; only request handlers "
+                                         "may reply");
+    }
+    if (t._replied) {
+        throw error(errc::bad_reply, "am::token::reply: rank " + std::to_string(t._ctx->rank()) +
+                                         ": second reply to the request from rank " +
+                                         std::to_string(t.source()) +
+                                         " (at most one reply per request)");
+    }
+    t._ctx->send(d, true);
+    t._replied = true;
+}
+
+std::uint32_t core_register(context_impl* c, const handler_desc& h) { return c->add_handler(h); }
+
+std::size_t core_poll(context_impl* c) { return c->poll(); }
+
+void core_idle(context_impl* c, unsigned& backoff_state) { c->idle(backoff_state); }
+
+void core_check_wait(context_impl* c, const char* call) {
+    if (c->in_handler()) {
+        throw error(errc::bad_context, std::string(call) + ": rank " + std::to_string(c->rank()) +
+                                           ": called from a handler; handlers must not block");
+    }
+}
+
+}  // namespace detail
+
+context& token::ctx() const noexcept { return _ctx->front(); }
+
+int context::rank() const noexcept { return _impl->rank(); }
+int context::size() const noexcept { return _impl->size(); }
+std::size_t context::max_medium() const noexcept { return _impl->max_medium(); }
+std::span<std::byte> context::segment() const noexcept { return _impl->own_segment(); }
+void context::barrier() { _impl->barrier(); }
+am::stats context::stats() const { return _impl->snapshot(); }
+
+void context::abort(std::string_view reason) {
+    const std::string why = "rank " + std::to_string(rank()) + " called abort: " +
+                            std::string(reason);
+    _impl->transport().fail_job(why);
+    throw error(errc::aborted, "am::context::abort: " + why);
+}
+
+}  // namespace am

@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: MIT
+#include "context_impl.hpp"
+
+#include "../util/backoff.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace am::detail {
+namespace {
+
+// The handler running on this thread, if any. Per thread, not per process: with ranks as
+// threads every rank has its own, and a progress thread has its own too.
+struct dispatch_frame {
+    const context_impl* ctx = nullptr;
+    unsigned lane = 0;
+};
+thread_local dispatch_frame t_frame;
+
+class frame_scope {
+public:
+    frame_scope(const context_impl* c, unsigned lane) noexcept : _saved(t_frame) {
+        t_frame = {c, lane};
+    }
+    ~frame_scope() { t_frame = _saved; }
+    frame_scope(const frame_scope&) = delete;
+    frame_scope& operator=(const frame_scope&) = delete;
+
+private:
+    dispatch_frame _saved;
+};
+
+class maybe_lock {
+public:
+    maybe_lock(std::mutex& m, bool on) : _m(on ? &m : nullptr) {
+        if (_m) _m->lock();
+    }
+    ~maybe_lock() {
+        if (_m) _m->unlock();
+    }
+    maybe_lock(const maybe_lock&) = delete;
+    maybe_lock& operator=(const maybe_lock&) = delete;
+
+private:
+    std::mutex* _m;
+};
+
+constexpr unsigned lane_of(bool reply) { return reply ? 1u : 0u; }
+
+std::string where(const char* call, int rank) {
+    return std::string(call) + ": rank " + std::to_string(rank) + ": ";
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail(errc code, const char* call, int rank,
+                                                  const std::string& what) {
+    throw error(code, where(call, rank) + what);
+}
+
+}  // namespace
+
+context_impl::context_impl(transport::transport& tp, const config& cfg)
+    : _tp(tp),
+      _front(this),
+      _rank(tp.rank()),
+      _size(tp.size()),
+      _own_segment(tp.segment(tp.rank())),
+      _pending(static_cast<std::size_t>(tp.size()) * transport::num_lanes) {
+    const std::size_t room = tp.max_message() - fixed_bytes(max_args);
+    _max_medium = cfg.max_medium < room ? cfg.max_medium : room;
+    if (cfg.progress_thread) start_progress_thread();
+}
+
+context_impl::~context_impl() { stop_progress_thread(); }
+
+bool context_impl::in_handler() const noexcept { return t_frame.ctx == this; }
+
+bool context_impl::in_reply_handler() const noexcept {
+    return t_frame.ctx == this && t_frame.lane == lane_of(true);
+}
+
+// ---------------------------------------------------------------------------------- sending
+
+void context_impl::validate(const send_desc& d, bool reply) const {
+    const char* call = reply ? "am::token::reply" : "am::context::request";
+    if (d.dest < 0 || d.dest >= _size) [[unlikely]] {
+        fail(errc::bad_rank, call, _rank,
+             "destination " + std::to_string(d.dest) + " out of range [0, " +
+                 std::to_string(_size) + ")");
+    }
+    if (d.handler >= _sealed) [[unlikely]] {
+        if (d.handler < _table.count()) {
+            fail(errc::bad_handler, call, _rank,
+                 "handler " + std::to_string(d.handler) +
+                     " is registered but not yet enabled: call barrier() on every rank after "
+                     "registering handlers");
+        }
+        fail(errc::bad_handler, call, _rank,
+             "handler " + std::to_string(d.handler) + " is not registered (" +
+                 std::to_string(_table.count()) + " handlers)");
+    }
+    const handler_entry& e = _table[d.handler];
+    if (e.kind != d.kind || e.nargs != d.nargs) [[unlikely]] {
+        fail(errc::bad_handler, call, _rank,
+             "handler " + std::to_string(d.handler) + " (" + e.name + ") takes " +
+                 category_name(e.kind) + " messages with " + std::to_string(e.nargs) +
+                 " arguments, not " + category_name(d.kind) + " with " +
+                 std::to_string(d.nargs));
+    }
+    if (!reply && in_reply_handler()) [[unlikely]] {
+        fail(errc::bad_context, call, _rank,
+             "called from a reply handler; reply handlers may not send requests");
+    }
+    if (d.kind == category::medium && d.len > _max_medium) [[unlikely]] {
+        fail(errc::too_large, call, _rank,
+             "medium payload of " + std::to_string(d.len) + " bytes exceeds max_medium() = " +
+                 std::to_string(_max_medium));
+    }
+    if (d.kind == category::long_am) {
+        const std::size_t seg = _own_segment.size();  // every rank's segment has this size
+        if (d.offset > seg || d.len > seg - d.offset) [[unlikely]] {
+            fail(errc::out_of_segment, call, _rank,
+                 "long payload [" + std::to_string(d.offset) + ", " +
+                     std::to_string(d.offset + d.len) + ") lies outside rank " +
+                     std::to_string(d.dest) + "'s segment of " + std::to_string(seg) +
+                     " bytes");
+        }
+        if (d.len != 0 && d.payload == nullptr) [[unlikely]] {
+            fail(errc::invalid_argument, call, _rank, "null payload pointer");
+        }
+    }
+}
+
+std::size_t context_impl::message_bytes(const send_desc& d) const noexcept {
+    const std::size_t fixed = fixed_bytes(d.nargs);
+    if (d.kind == category::medium) return fixed + d.len;
+    if (d.kind == category::long_am) return fixed + long_trailer;
+    return fixed;
+}
+
+void context_impl::write_message(std::byte* out, const send_desc& d) const noexcept {
+    const wire_header h{static_cast<std::uint16_t>(d.handler), static_cast<std::uint8_t>(d.kind),
+                        d.nargs, static_cast<std::uint32_t>(_rank)};
+    std::memcpy(out, &h, sizeof h);
+    std::memcpy(out + sizeof h, d.args, 8 * static_cast<std::size_t>(d.nargs));
+    std::byte* rest = out + fixed_bytes(d.nargs);
+    if (d.kind == category::medium) {
+        if (d.len != 0) std::memcpy(rest, d.payload, d.len);
+    } else if (d.kind == category::long_am) {
+        const std::uint64_t trailer[2] = {d.offset, d.len};
+        std::memcpy(rest, trailer, sizeof trailer);
+    }
+}
+
+void context_impl::copy_long_payload(const send_desc& d) const {
+    const std::span<std::byte> seg = _tp.segment(d.dest);
+    if (seg.empty()) [[unlikely]] {
+        fail(errc::invalid_argument, "am::context::request", _rank,
+             "this transport cannot write rank " + std::to_string(d.dest) + "'s segment");
+    }
+    // The data lands before the header is published, so the handler sees it.
+    if (d.len != 0) std::memcpy(seg.data() + d.offset, d.payload, d.len);
+}
+
+bool context_impl::try_inject(const send_desc& d, std::size_t bytes) {
+    const unsigned lane = static_cast<unsigned>(d.ln);
+    if (_pending_total != 0 &&
+        !_pending[static_cast<std::size_t>(d.dest) * transport::num_lanes + lane].empty()) {
+        return false;  // keep per-(destination, lane) order behind the queued messages
+    }
+    std::byte* p = _tp.try_reserve(d.dest, lane, bytes);
+    if (p == nullptr) return false;
+    write_message(p, d);
+    _tp.commit(d.dest, lane, p, bytes);
+    return true;
+}
+
+void context_impl::enqueue(const send_desc& d, std::size_t bytes) {
+    pending_msg m;
+    m.bytes.resize(bytes);
+    write_message(m.bytes.data(), d);
+    _pending[static_cast<std::size_t>(d.dest) * transport::num_lanes + static_cast<unsigned>(d.ln)]
+        .push_back(std::move(m));
+    ++_pending_total;
+}
+
+void context_impl::flush_pending() {
+    maybe_lock lock(_send_mutex, _locking);
+    for (std::size_t q = 0; q < _pending.size() && _pending_total != 0; ++q) {
+        auto& queue = _pending[q];
+        const int dest = static_cast<int>(q / transport::num_lanes);
+        const unsigned lane = static_cast<unsigned>(q % transport::num_lanes);
+        while (!queue.empty()) {
+            std::vector<std::byte>& bytes = queue.front().bytes;
+            std::byte* p = _tp.try_reserve(dest, lane, bytes.size());
+            if (p == nullptr) break;
+            std::memcpy(p, bytes.data(), bytes.size());
+            _tp.commit(dest, lane, p, bytes.size());
+            queue.pop_front();
+            --_pending_total;
+        }
+    }
+}
+
+void context_impl::count_sent(const send_desc& d, bool reply) noexcept {
+    handler_entry& e = _table[d.handler];
+    bump(e.sent);
+    bump(e.sent_bytes, d.len);
+    bump(_sent);
+    bump(_sent_bytes, d.len);
+    if (reply) bump(_replies);
+}
+
+void context_impl::send(const send_desc& d, bool reply) {
+    validate(d, reply);
+    const std::size_t bytes = message_bytes(d);
+    if (d.kind == category::long_am) copy_long_payload(d);
+    const bool from_handler = in_handler();
+    {
+        maybe_lock lock(_send_mutex, _locking);
+        if (try_inject(d, bytes)) [[likely]] {
+            count_sent(d, reply);
+            if (!from_handler && !_locking) (void)poll_locked();  // every send also makes progress
+            return;
+        }
+        bump(_stalls);
+        if (from_handler) {  // handlers never block: park it for later progress
+            enqueue(d, bytes);
+            bump(_queued);
+            count_sent(d, reply);
+            return;
+        }
+    }
+    unsigned backoff = 0;
+    for (;;) {  // the rank's own thread waits for room, handling what arrives meanwhile
+        if (poll() == 0) util::backoff(backoff);
+        maybe_lock lock(_send_mutex, _locking);
+        if (try_inject(d, bytes)) {
+            count_sent(d, reply);
+            return;
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- receiving
+
+std::size_t context_impl::poll() {
+    if (in_handler()) return 0;
+    if (!_locking) return poll_locked();
+    std::unique_lock lock(_poll_mutex, std::try_to_lock);
+    return lock.owns_lock() ? poll_locked() : 0;
+}
+
+std::size_t context_impl::poll_locked() {
+    if (_pending_total != 0) flush_pending();
+    return _tp.poll(*this);
+}
+
+void context_impl::reject(int source, const char* why) noexcept {
+    bump(_bad);
+    if (_bad.load(std::memory_order_relaxed) <= 10) {
+        std::fprintf(stderr, "am: rank %d: dropped an invalid message from rank %d: %s\n", _rank,
+                     source, why);
+    }
+}
+
+void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_t len) {
+    wire_header h;
+    if (len < sizeof h) return reject(source, "shorter than a header");
+    std::memcpy(&h, msg, sizeof h);
+    if (h.handler >= _table.count()) return reject(source, "unknown handler index");
+    if (static_cast<int>(h.source) != source) return reject(source, "wrong source rank");
+    handler_entry& e = _table[h.handler];
+    if (h.kind != static_cast<std::uint8_t>(e.kind) || h.nargs != e.nargs) {
+        return reject(source, "category or argument count differs from the handler's");
+    }
+    const std::size_t fixed = fixed_bytes(h.nargs);
+    if (len < fixed) return reject(source, "truncated arguments");
+    std::byte* payload = nullptr;
+    std::size_t plen = 0;
+    if (e.kind == category::medium) {
+        payload = msg + fixed;
+        plen = len - fixed;
+        if (plen > _max_medium) return reject(source, "medium payload over max_medium()");
+    } else if (e.kind == category::long_am) {
+        if (len != fixed + long_trailer) return reject(source, "bad long-message length");
+        std::uint64_t trailer[2];
+        std::memcpy(trailer, msg + fixed, sizeof trailer);
+        if (trailer[0] > _own_segment.size() || trailer[1] > _own_segment.size() - trailer[0]) {
+            return reject(source, "long payload outside the segment");
+        }
+        payload = _own_segment.data() + trailer[0];
+        plen = trailer[1];
+    } else if (len != fixed) {
+        return reject(source, "short message with a payload");
+    }
+    bump(e.received);
+    bump(e.received_bytes, plen);
+    bump(_received);
+    bump(_received_bytes, plen);
+    token t(this, source, static_cast<detail::lane>(lane));
+    frame_scope scope(this, lane);
+    e.fn(e.obj, t, reinterpret_cast<const std::uint64_t*>(msg + sizeof h), payload, plen);
+}
+
+// ------------------------------------------------------------------------------ collectives
+
+void context_impl::idle(unsigned& backoff) { util::backoff(backoff); }
+
+void context_impl::barrier() {
+    if (in_handler()) {
+        fail(errc::bad_context, "am::context::barrier", _rank, "called from a handler");
+    }
+    check_tables();
+}
+
+void context_impl::check_tables() {
+    struct digest {
+        std::uint64_t count, hash;
+    };
+    const std::uint32_t n = _table.count();
+    const digest mine{n, _table.digest(n)};
+    std::vector<digest> all(static_cast<std::size_t>(_size));
+    _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); });
+    std::uint64_t most = 0;
+    bool same = true;
+    for (const digest& d : all) {
+        same = same && d.count == all[0].count && d.hash == all[0].hash;
+        most = d.count > most ? d.count : most;
+    }
+    if (!same) report_mismatch(static_cast<std::uint32_t>(most));
+    _sealed = n;
+}
+
+void context_impl::report_mismatch(std::uint32_t max_count) {
+    struct entry_info {
+        std::uint64_t digest;
+        char name[240];
+    };
+    std::vector<entry_info> all(static_cast<std::size_t>(_size));
+    for (std::uint32_t i = 0; i < max_count; ++i) {
+        entry_info mine{};
+        if (i < _table.count()) {
+            const handler_entry& e = _table[i];
+            mine.digest = e.digest;
+            const std::string label = e.name + " (" + category_name(e.kind) + ", " +
+                                      std::to_string(e.nargs) + " args)";
+            std::snprintf(mine.name, sizeof mine.name, "%s", label.c_str());
+        } else {
+            std::snprintf(mine.name, sizeof mine.name, "%s", "(nothing)");
+        }
+        _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); });
+        for (int r = 1; r < _size; ++r) {
+            if (all[r].digest == all[0].digest) continue;
+            fail(errc::handler_mismatch, "am::context::barrier", _rank,
+                 "handler tables differ at entry " + std::to_string(i) + ": rank 0 registered " +
+                     all[0].name + ", rank " + std::to_string(r) + " registered " +
+                     all[r].name);
+        }
+    }
+    fail(errc::handler_mismatch, "am::context::barrier", _rank, "handler tables differ");
+}
+
+void context_impl::quiesce() {
+    struct counts {
+        std::uint64_t sent, received, pending;
+    };
+    std::uint64_t last_sent = ~0ull, last_received = ~0ull;
+    std::vector<counts> all(static_cast<std::size_t>(_size));
+    for (;;) {
+        unsigned backoff = 0;
+        while (_pending_total != 0) {
+            if (poll() == 0) util::backoff(backoff);
+        }
+        const counts mine{_sent.load(std::memory_order_relaxed),
+                          _received.load(std::memory_order_relaxed), _pending_total};
+        _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); });
+        counts sum{0, 0, 0};
+        for (const counts& c : all) {
+            sum.sent += c.sent, sum.received += c.received, sum.pending += c.pending;
+        }
+        // Two identical rounds in which everything sent was received: nothing is in flight and
+        // no handler ran in between (Mattern's four-counter argument).
+        if (sum.pending == 0 && sum.sent == sum.received && sum.sent == last_sent &&
+            sum.received == last_received) {
+            return;
+        }
+        last_sent = sum.sent;
+        last_received = sum.received;
+    }
+}
+
+// --------------------------------------------------------------------------- progress thread
+
+void context_impl::start_progress_thread() {
+    _locking = true;
+    _progress = std::thread([this] { progress_loop(); });
+}
+
+void context_impl::stop_progress_thread() noexcept {
+    if (!_progress.joinable()) return;
+    _stop.store(true, std::memory_order_release);
+    _progress.join();
+}
+
+void context_impl::progress_loop() noexcept {
+    unsigned backoff = 0;
+    constexpr unsigned cap = util::yield_rounds + 40;  // sleep at most ~50 µs between polls
+    while (!_stop.load(std::memory_order_acquire)) {
+        try {
+            if (poll() != 0) {
+                backoff = 0;
+            } else {
+                util::backoff(backoff);
+                if (backoff > cap) backoff = cap;
+            }
+        } catch (const std::exception& e) {
+            if (!_tp.job_failed()) {
+                _tp.fail_job("rank " + std::to_string(_rank) + " (progress thread): " + e.what());
+            }
+            return;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------- stats
+
+am::stats context_impl::snapshot() const {
+    auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    am::stats s;
+    s.rank = _rank;
+    s.messages_sent = get(_sent);
+    s.bytes_sent = get(_sent_bytes);
+    s.messages_received = get(_received);
+    s.bytes_received = get(_received_bytes);
+    s.replies_sent = get(_replies);
+    s.credit_stalls = get(_stalls);
+    s.queued_from_handlers = get(_queued);
+    s.bad_headers = get(_bad);
+    const std::uint32_t n = _table.count();
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const handler_entry& e = _table[i];
+        s.handlers.push_back({e.name, get(e.sent), get(e.sent_bytes), get(e.received),
+                              get(e.received_bytes)});
+    }
+    return s;
+}
+
+}  // namespace am::detail

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+#include "handler_table.hpp"
+
+#include <string>
+
+namespace am::detail {
+namespace {
+
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+}  // namespace
+
+handler_table::~handler_table() {
+    const std::uint32_t n = count();
+    for (std::uint32_t i = 0; i < n; ++i) {
+        if (_entries[i].destroy) _entries[i].destroy(_entries[i].obj);
+    }
+}
+
+std::uint32_t handler_table::add(const handler_desc& d, int rank) {
+    const std::uint32_t i = _count.load(std::memory_order_relaxed);
+    if (i >= max_handlers) {
+        if (d.destroy) d.destroy(d.obj);
+        throw error(errc::too_large, "am::context::handler: rank " + std::to_string(rank) +
+                                         ": more than " + std::to_string(max_handlers) +
+                                         " handlers registered");
+    }
+    handler_entry& e = _entries[i];
+    e.kind = d.kind;
+    e.nargs = d.nargs;
+    e.fn = d.fn;
+    e.obj = d.obj;
+    e.destroy = d.destroy;
+    e.name = readable_name(d.name);
+    e.digest = fnv1a(e.name, fnv1a(std::string(1, static_cast<char>('0' + e.nargs)) +
+                                   category_name(e.kind)));
+    _count.store(i + 1, std::memory_order_release);
+    return i;
+}
+
+std::uint64_t handler_table::digest(std::uint32_t n) const noexcept {
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::uint32_t i = 0; i < n; ++i) h = (h ^ _entries[i].digest) * 1099511628211ull;
+    return h;
+}
+
+std::string readable_name(std::string_view pretty) {
+    // GCC: "... [with auto V = on_ping; std::string_view = ...]" or "[with T = lambda...]".
+    for (std::string_view key : {"V = ", "T = "}) {
+        const auto at = pretty.find(key);
+        if (at == std::string_view::npos) continue;
+        std::string_view rest = pretty.substr(at + key.size());
+        int depth = 0;
+        std::size_t end = 0;
+        for (; end < rest.size(); ++end) {
+            const char c = rest[end];
+            if (c == '(' || c == '<' || c == '[') ++depth;
+            if (c == ')' || c == '>' || c == ']') {
+                if (depth == 0) break;
+                --depth;
+            }
+            if (c == ';' && depth == 0) break;
+        }
+        return std::string(rest.substr(0, end));
+    }
+    return std::string(pretty);
+}
+
+const char* category_name(category c) noexcept {
+    switch (c) {
+        case category::short_am: return "short";
+        case category::medium: return "medium";
+        case category::long_am: return "long";
+    }
+    return "?";
+}
+
+}  // namespace am::detail

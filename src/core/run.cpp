@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// am::run: starts the ranks through the transport registry and runs the rank function in a
+// context on each, then waits for quiescence so no message is lost at the end.
+#include "../transport/registry.hpp"
+#include "context_impl.hpp"
+
+#include <am/context.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+namespace am {
+namespace {
+
+int rank_failed(transport::transport& tp, const char* what, bool caused_here) {
+    if (caused_here && !tp.job_failed()) {
+        tp.fail_job("rank " + std::to_string(tp.rank()) + " failed: " + what);
+    }
+    std::fprintf(stderr, "am: rank %d: %s\n", tp.rank(), what);
+    return 1;
+}
+
+int run_rank(transport::transport& tp, const config& cfg, const rank_main& fn) {
+    try {
+        detail::context_impl impl(tp, cfg);
+        fn(impl.front());
+        impl.quiesce();
+        impl.stop_progress_thread();
+        if (cfg.print_stats) std::fputs(impl.snapshot().to_string().c_str(), stderr);
+        tp.mark_finished();
+        return 0;
+    } catch (const error& e) {
+        return rank_failed(tp, e.what(), e.code() != errc::aborted);
+    } catch (const std::exception& e) {
+        return rank_failed(tp, e.what(), true);
+    } catch (...) {
+        return rank_failed(tp, "unknown exception", true);
+    }
+}
+
+}  // namespace
+
+int run(const config& cfg, const rank_main& fn) {
+    try {
+        return transport::launch(cfg, [&](transport::transport& tp) {
+            return run_rank(tp, cfg, fn);
+        });
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "am: %s\n", e.what());
+        return 1;
+    }
+}
+
+int run(int /*argc*/, char** /*argv*/, const rank_main& fn) { return run(config::from_env(), fn); }
+
+}  // namespace am

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+#include "region.hpp"
+
+#include "../../util/backoff.hpp"
+
+#include <am/error.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace am::transport::ring {
+namespace {
+
+constexpr std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
+constexpr std::size_t page = 4096;
+constexpr std::size_t ring_stride(std::size_t ring_bytes) {
+    return sizeof(ring_ctl) + align_up(ring_bytes, 64);
+}
+
+}  // namespace
+
+region_layout layout(const region_params& p) {
+    region_layout h{};
+    const auto n = static_cast<std::size_t>(p.ranks);
+    h.ranks = static_cast<std::uint32_t>(p.ranks);
+    h.ring_bytes = p.ring_bytes;
+    h.segment_bytes = p.segment_bytes;
+    h.ranks_off = align_up(sizeof(region_header), 64);
+    h.gather_off = align_up(h.ranks_off + n * sizeof(rank_info), 64);
+    h.rings_off = align_up(h.gather_off + n * gather_bytes, page);
+    h.segments_off = align_up(h.rings_off + n * n * num_lanes * ring_stride(p.ring_bytes), page);
+    h.total = h.segments_off + n * p.segment_bytes;
+    return h;
+}
+
+void initialize(std::byte* base, const region_params& p) {
+    auto* hdr = reinterpret_cast<region_header*>(base);
+    hdr->l = layout(p);
+    std::atomic_thread_fence(std::memory_order_release);
+    hdr->magic = region_magic;
+}
+
+region::region(std::byte* base) : _base(base), _hdr(reinterpret_cast<region_header*>(base)) {
+    if (_hdr->magic != region_magic) {
+        throw error(errc::system, "am: shared job region is not initialised (bad magic)");
+    }
+}
+
+rank_info& region::info(int rank) const noexcept {
+    return reinterpret_cast<rank_info*>(_base + _hdr->l.ranks_off)[rank];
+}
+
+std::byte* region::gather_slot(int rank) const noexcept {
+    return _base + _hdr->l.gather_off + static_cast<std::size_t>(rank) * gather_bytes;
+}
+
+ring_ctl* region::ring(int src, int dst, unsigned lane) const noexcept {
+    const auto n = static_cast<std::size_t>(_hdr->l.ranks);
+    const std::size_t idx = (static_cast<std::size_t>(src) * n + dst) * num_lanes + lane;
+    return reinterpret_cast<ring_ctl*>(_base + _hdr->l.rings_off +
+                                       idx * ring_stride(_hdr->l.ring_bytes));
+}
+
+std::byte* region::ring_data(int src, int dst, unsigned lane) const noexcept {
+    return reinterpret_cast<std::byte*>(ring(src, dst, lane)) + sizeof(ring_ctl);
+}
+
+std::byte* region::segment(int rank) const noexcept {
+    return _base + _hdr->l.segments_off + static_cast<std::size_t>(rank) * _hdr->l.segment_bytes;
+}
+
+void region::fail(std::string_view reason) const noexcept {
+    std::uint32_t expected = 0;
+    if (_hdr->reason_claimed.compare_exchange_strong(expected, 1)) {
+        const std::size_t n = std::min(reason.size(), reason_bytes - 1);
+        std::memcpy(_hdr->reason, reason.data(), n);
+        _hdr->reason[n] = '\0';
+    }
+    _hdr->failed.store(1, std::memory_order_release);
+}
+
+std::string region::reason() const {
+    if (!failed()) return {};
+    return std::string(_hdr->reason, strnlen(_hdr->reason, reason_bytes));
+}
+
+ring_transport::ring_transport(std::byte* base, int rank)
+    : transport(rank, region(base).ranks()), _region(base) {
+    const int n = size();
+    const std::size_t cap = _region.header().l.ring_bytes;
+    _max_message = ring::max_message(cap);
+    _out.resize(static_cast<std::size_t>(n) * num_lanes);
+    _in.resize(static_cast<std::size_t>(n) * num_lanes);
+    for (int peer = 0; peer < n; ++peer) {
+        for (unsigned l = 0; l < num_lanes; ++l) {
+            _out[peer * num_lanes + l] =
+                producer(_region.ring(rank, peer, l), _region.ring_data(rank, peer, l), cap);
+            _in[l * n + peer] =
+                consumer(_region.ring(peer, rank, l), _region.ring_data(peer, rank, l), cap);
+        }
+    }
+    _region.info(rank).state.store(static_cast<std::uint32_t>(rank_state::attached),
+                                   std::memory_order_release);
+}
+
+std::byte* ring_transport::try_reserve(int dest, unsigned lane, std::size_t bytes) {
+    return _out[static_cast<std::size_t>(dest) * num_lanes + lane].reserve(bytes);
+}
+
+void ring_transport::commit(int dest, unsigned lane, std::byte*, std::size_t bytes) {
+    _out[static_cast<std::size_t>(dest) * num_lanes + lane].commit(bytes);
+}
+
+std::size_t ring_transport::poll(message_sink& sink) {
+    if (_region.failed()) throw_failed();
+    const int n = size();
+    std::size_t handled = 0;
+    // Replies first: they free the peers' request credits and never wait on anything.
+    for (unsigned l = num_lanes; l-- > 0;) {
+        consumer* in = &_in[static_cast<std::size_t>(l) * n];
+        for (int src = 0; src < n; ++src) {
+            if (!in[src].ready()) continue;
+            handled += in[src].drain([&](std::byte* msg, std::size_t len) {
+                sink.deliver(src, l, msg, len);
+            });
+        }
+    }
+    return handled;
+}
+
+std::span<std::byte> ring_transport::segment(int rank) noexcept {
+    return {_region.segment(rank), _region.header().l.segment_bytes};
+}
+
+void ring_transport::barrier(const idle_fn& idle) {
+    region_header& h = _region.header();
+    const std::uint32_t gen = h.barrier_generation.load(std::memory_order_acquire);
+    if (h.barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 == h.l.ranks) {
+        h.barrier_count.store(0, std::memory_order_relaxed);
+        h.barrier_generation.store(gen + 1, std::memory_order_release);
+        return;
+    }
+    unsigned backoff = 0;
+    while (h.barrier_generation.load(std::memory_order_acquire) == gen) {
+        if (_region.failed()) throw_failed();
+        if (idle) idle();
+        util::backoff(backoff);
+    }
+}
+
+void ring_transport::allgather(const void* in, void* out, std::size_t bytes,
+                               const idle_fn& idle) {
+    if (bytes > gather_bytes) {
+        throw error(errc::invalid_argument, "am: allgather of " + std::to_string(bytes) +
+                                                " bytes exceeds the limit of " +
+                                                std::to_string(gather_bytes));
+    }
+    std::memcpy(_region.gather_slot(rank()), in, bytes);
+    barrier(idle);
+    for (int r = 0; r < size(); ++r) {
+        std::memcpy(static_cast<std::byte*>(out) + static_cast<std::size_t>(r) * bytes,
+                    _region.gather_slot(r), bytes);
+    }
+    barrier(idle);
+}
+
+void ring_transport::mark_finished() noexcept {
+    _region.info(rank()).state.store(static_cast<std::uint32_t>(rank_state::finished),
+                                     std::memory_order_release);
+}
+
+void ring_transport::throw_failed() const {
+    throw error(errc::aborted,
+                "am: rank " + std::to_string(rank()) + ": job aborted: " + _region.reason());
+}
+
+}  // namespace am::transport::ring

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// The job region shared by all ranks of a ring-based transport (threads, shm): a header with
+// the job state and bootstrap-collective words, one gather slot per rank, one ring per ordered
+// pair of ranks and lane, and every rank's segment. The memory comes from the transport (heap
+// mapping for threads, POSIX shared memory for shm); it must start zero-filled.
+#pragma once
+
+#include "../transport.hpp"
+#include "spsc_ring.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace am::transport::ring {
+
+/// Where a rank is in its life, as seen by launchers and peers.
+enum class rank_state : std::uint32_t { none = 0, attached = 1, finished = 2, failed = 3 };
+
+struct rank_info {
+    std::atomic<std::uint32_t> state;
+    std::atomic<std::int32_t> pid;
+};
+
+/// Sizes chosen before the region exists.
+struct region_params {
+    int ranks = 1;
+    std::size_t ring_bytes = 0;     // power of two
+    std::size_t segment_bytes = 0;  // multiple of the page size
+};
+
+inline constexpr std::uint64_t region_magic = 0x616d2d7265676e31ull;  // "am-regn1"
+inline constexpr std::size_t gather_bytes = 1024;
+inline constexpr std::size_t reason_bytes = 1024;
+
+/// Sizes and offsets of a region's parts, in bytes from its start.
+struct region_layout {
+    std::uint32_t ranks;
+    std::uint32_t reserved;
+    std::uint64_t ring_bytes;
+    std::uint64_t segment_bytes;
+    std::uint64_t ranks_off, gather_off, rings_off, segments_off, total;
+};
+
+struct region_header {
+    std::uint64_t magic;
+    region_layout l;
+    alignas(64) std::atomic<std::uint32_t> failed;
+    std::atomic<std::uint32_t> reason_claimed;
+    char reason[reason_bytes];
+    alignas(64) std::atomic<std::uint32_t> barrier_count;
+    alignas(64) std::atomic<std::uint32_t> barrier_generation;
+};
+
+/// Computes the layout of a region for `p`; `total` is the bytes to allocate.
+region_layout layout(const region_params& p);
+
+/// Writes the header into fresh, zero-filled memory of at least `layout(p).total` bytes.
+void initialize(std::byte* base, const region_params& p);
+
+/// Typed access to a region that has been initialised (by this or another process).
+class region {
+public:
+    explicit region(std::byte* base);
+
+    [[nodiscard]] region_header& header() const noexcept { return *_hdr; }
+    [[nodiscard]] int ranks() const noexcept { return static_cast<int>(_hdr->l.ranks); }
+    [[nodiscard]] rank_info& info(int rank) const noexcept;
+    [[nodiscard]] std::byte* gather_slot(int rank) const noexcept;
+    [[nodiscard]] ring_ctl* ring(int src, int dst, unsigned lane) const noexcept;
+    [[nodiscard]] std::byte* ring_data(int src, int dst, unsigned lane) const noexcept;
+    [[nodiscard]] std::byte* segment(int rank) const noexcept;
+
+    /// Records the first failure reason and raises the failed flag (async-signal-safe).
+    void fail(std::string_view reason) const noexcept;
+    [[nodiscard]] bool failed() const noexcept {
+        return _hdr->failed.load(std::memory_order_acquire) != 0;
+    }
+    [[nodiscard]] std::string reason() const;
+
+private:
+    std::byte* _base;
+    region_header* _hdr;
+};
+
+/// The transport over a region: both threads and shm ranks use it.
+class ring_transport final : public transport {
+public:
+    ring_transport(std::byte* base, int rank);
+
+    std::size_t max_message() const noexcept override { return _max_message; }
+    std::byte* try_reserve(int dest, unsigned lane, std::size_t bytes) override;
+    void commit(int dest, unsigned lane, std::byte* msg, std::size_t bytes) override;
+    std::size_t poll(message_sink& sink) override;
+    std::span<std::byte> segment(int rank) noexcept override;
+    void barrier(const idle_fn& idle) override;
+    void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle) override;
+    std::size_t max_gather_bytes() const noexcept override { return gather_bytes; }
+    bool job_failed() const noexcept override { return _region.failed(); }
+    std::string failure_reason() const override { return _region.reason(); }
+    void fail_job(std::string_view reason) noexcept override { _region.fail(reason); }
+    void mark_finished() noexcept override;
+
+private:
+    [[noreturn]] void throw_failed() const;
+
+    region _region;
+    std::size_t _max_message;
+    std::vector<producer> _out;  // [dest * lanes + lane]
+    std::vector<consumer> _in;   // [lane * size + src]
+};
+
+}  // namespace am::transport::ring

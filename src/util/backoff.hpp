@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+// Waiting without hogging a core: spin briefly, then yield, then sleep with a growing period
+// (capped at 1 ms), so that ranks oversubscribed on few cores still let their peers run.
+#pragma once
+
+#include <sched.h>
+#include <time.h>
+
+namespace am::util {
+
+inline constexpr unsigned spin_rounds = 256;
+inline constexpr unsigned yield_rounds = 2048;
+
+/// One step of back-off; `state` counts idle rounds (reset it to 0 when work was found).
+inline void backoff(unsigned& state) noexcept {
+    if (state < spin_rounds) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    } else if (state < yield_rounds) {
+        sched_yield();
+    } else {
+        const unsigned over = state - yield_rounds;
+        const long us = over < 1000 ? 10 + over : 1000;
+        timespec ts{0, us * 1000};
+        nanosleep(&ts, nullptr);
+    }
+    if (state != ~0u) ++state;
+}
+
+}  // namespace am::util
