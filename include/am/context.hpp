@@ -56,6 +56,35 @@ struct handler_desc {
 // The core, implemented in src/core. Not part of the stable API.
 void core_send(context_impl* c, const send_desc& d);
 void core_reply(token& t, const send_desc& d);
+/// Short messages, specialised by argument count (instantiated in the library for 0..16).
+template <unsigned N>
+void core_request_short(context_impl* c, int dest, std::uint32_t handler,
+                        const std::uint64_t* args);
+template <unsigned N>
+void core_reply_short(token& t, std::uint32_t handler, const std::uint64_t* args);
+
+#define AM_DETAIL_SHORT_EXTERN(N)                                                          \
+    extern template void core_request_short<N>(context_impl*, int, std::uint32_t,        \
+                                               const std::uint64_t*);                    \
+    extern template void core_reply_short<N>(token&, std::uint32_t, const std::uint64_t*);
+AM_DETAIL_SHORT_EXTERN(0)
+AM_DETAIL_SHORT_EXTERN(1)
+AM_DETAIL_SHORT_EXTERN(2)
+AM_DETAIL_SHORT_EXTERN(3)
+AM_DETAIL_SHORT_EXTERN(4)
+AM_DETAIL_SHORT_EXTERN(5)
+AM_DETAIL_SHORT_EXTERN(6)
+AM_DETAIL_SHORT_EXTERN(7)
+AM_DETAIL_SHORT_EXTERN(8)
+AM_DETAIL_SHORT_EXTERN(9)
+AM_DETAIL_SHORT_EXTERN(10)
+AM_DETAIL_SHORT_EXTERN(11)
+AM_DETAIL_SHORT_EXTERN(12)
+AM_DETAIL_SHORT_EXTERN(13)
+AM_DETAIL_SHORT_EXTERN(14)
+AM_DETAIL_SHORT_EXTERN(15)
+AM_DETAIL_SHORT_EXTERN(16)
+#undef AM_DETAIL_SHORT_EXTERN
 std::uint32_t core_register(context_impl* c, const handler_desc& h);
 std::size_t core_poll(context_impl* c);
 void core_idle(context_impl* c, unsigned& backoff_state);
@@ -97,7 +126,7 @@ public:
     void reply(handler<category::short_am, A...> h, Args&&... args) {
         std::uint64_t slots[sizeof...(A) + 1];
         detail::pack_args(slots, detail::type_list<A...>{}, std::forward<Args>(args)...);
-        detail::core_reply(*this, detail::make_desc(_source, detail::lane::reply, h, slots));
+        detail::core_reply_short<sizeof...(A)>(*this, h.index, slots);
     }
     /// Replies with a medium payload (copied before return; at most `max_medium()` bytes).
     template <class... A, class... Args>
@@ -122,6 +151,9 @@ public:
 
 private:
     friend void detail::core_reply(token&, const detail::send_desc&);
+    template <unsigned N>
+    friend void detail::core_reply_short(token&, std::uint32_t, const std::uint64_t*);
+    friend class detail::context_impl;
     detail::context_impl* _ctx;
     int _source;
     detail::lane _lane;
@@ -181,7 +213,7 @@ public:
     void request(int dest, am::handler<category::short_am, A...> h, Args&&... args) {
         std::uint64_t slots[sizeof...(A) + 1];
         detail::pack_args(slots, detail::type_list<A...>{}, std::forward<Args>(args)...);
-        detail::core_send(_impl, detail::make_desc(dest, detail::lane::request, h, slots));
+        detail::core_request_short<sizeof...(A)>(_impl, dest, h.index, slots);
     }
     /// Sends a medium request; the payload is copied before return (at most `max_medium()`).
     template <class... A, class... Args>
@@ -231,6 +263,12 @@ public:
     /// ones (else `am::error`, errc::handler_mismatch, naming both ranks and the entry).
     /// Not a quiescence point: messages in flight may still arrive after it.
     void barrier();
+
+    /// Collective: returns when every message sent by any rank before or during the call —
+    /// including messages sent by handlers, to any depth — has been handled. Call it before
+    /// the rank function returns when handlers use state local to that function: `am::run`
+    /// itself only quiesces after the function has returned. Not callable from a handler.
+    void quiesce();
 
     /// A snapshot of this rank's counters.
     [[nodiscard]] am::stats stats() const;

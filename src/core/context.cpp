@@ -24,6 +24,7 @@ void core_reply(token& t, const send_desc& d) {
     }
     t._ctx->send(d, true);
     t._replied = true;
+    t._ctx->count_reply();
 }
 
 std::uint32_t core_register(context_impl* c, const handler_desc& h) { return c->add_handler(h); }
@@ -48,6 +49,11 @@ int context::size() const noexcept { return _impl->size(); }
 std::size_t context::max_medium() const noexcept { return _impl->max_medium(); }
 std::span<std::byte> context::segment() const noexcept { return _impl->own_segment(); }
 void context::barrier() { _impl->barrier(); }
+
+void context::quiesce() {
+    detail::core_check_wait(_impl, "am::context::quiesce");
+    _impl->quiesce();
+}
 am::stats context::stats() const { return _impl->snapshot(); }
 
 void context::abort(std::string_view reason) {

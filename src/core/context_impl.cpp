@@ -10,25 +10,17 @@
 namespace am::detail {
 namespace {
 
-// The handler running on this thread, if any. Per thread, not per process: with ranks as
-// threads every rank has its own, and a progress thread has its own too.
-struct dispatch_frame {
-    const context_impl* ctx = nullptr;
-    unsigned lane = 0;
-};
-thread_local dispatch_frame t_frame;
-
 class frame_scope {
 public:
     frame_scope(const context_impl* c, unsigned lane) noexcept : _saved(t_frame) {
-        t_frame = {c, lane};
+        t_frame = frame_of(c, lane);
     }
     ~frame_scope() { t_frame = _saved; }
     frame_scope(const frame_scope&) = delete;
     frame_scope& operator=(const frame_scope&) = delete;
 
 private:
-    dispatch_frame _saved;
+    std::uintptr_t _saved;
 };
 
 class maybe_lock {
@@ -61,6 +53,7 @@ std::string where(const char* call, int rank) {
 
 context_impl::context_impl(transport::transport& tp, const config& cfg)
     : _tp(tp),
+      _ring(dynamic_cast<transport::ring::ring_transport*>(&tp)),
       _front(this),
       _rank(tp.rank()),
       _size(tp.size()),
@@ -68,16 +61,14 @@ context_impl::context_impl(transport::transport& tp, const config& cfg)
       _pending(static_cast<std::size_t>(tp.size()) * transport::num_lanes) {
     const std::size_t room = tp.max_message() - fixed_bytes(max_args);
     _max_medium = cfg.max_medium < room ? cfg.max_medium : room;
+    _header_base = static_cast<std::uint64_t>(_rank) << 32;
+    _fast = _ring != nullptr && !cfg.progress_thread;
+    update_slow_path();
     if (cfg.progress_thread) start_progress_thread();
 }
 
 context_impl::~context_impl() { stop_progress_thread(); }
 
-bool context_impl::in_handler() const noexcept { return t_frame.ctx == this; }
-
-bool context_impl::in_reply_handler() const noexcept {
-    return t_frame.ctx == this && t_frame.lane == lane_of(true);
-}
 
 // ---------------------------------------------------------------------------------- sending
 
@@ -99,7 +90,7 @@ void context_impl::validate(const send_desc& d, bool reply) const {
              "handler " + std::to_string(d.handler) + " is not registered (" +
                  std::to_string(_table.count()) + " handlers)");
     }
-    const handler_entry& e = _table[d.handler];
+    const handler_cold& e = _table.cold(d.handler);
     if (e.kind != d.kind || e.nargs != d.nargs) [[unlikely]] {
         fail(errc::bad_handler, call, _rank,
              "handler " + std::to_string(d.handler) + " (" + e.name + ") takes " +
@@ -175,6 +166,12 @@ bool context_impl::try_inject(const send_desc& d, std::size_t bytes) {
     return true;
 }
 
+void context_impl::update_slow_path() noexcept {
+    const std::uint64_t off = _fast ? 0 : std::uint64_t{1} << 62;
+    _slow_path.store(off | _pending_total.load(std::memory_order_relaxed),
+                     std::memory_order_relaxed);
+}
+
 void context_impl::enqueue(const send_desc& d, std::size_t bytes) {
     pending_msg m;
     m.bytes.resize(bytes);
@@ -182,6 +179,7 @@ void context_impl::enqueue(const send_desc& d, std::size_t bytes) {
     _pending[static_cast<std::size_t>(d.dest) * transport::num_lanes + static_cast<unsigned>(d.ln)]
         .push_back(std::move(m));
     ++_pending_total;
+    update_slow_path();
 }
 
 void context_impl::flush_pending() {
@@ -200,15 +198,29 @@ void context_impl::flush_pending() {
             --_pending_total;
         }
     }
+    update_slow_path();
 }
 
-void context_impl::count_sent(const send_desc& d, bool reply) noexcept {
-    handler_entry& e = _table[d.handler];
-    bump(e.sent);
-    bump(e.sent_bytes, d.len);
-    bump(_sent);
-    bump(_sent_bytes, d.len);
-    if (reply) bump(_replies);
+void context_impl::count_sent(const send_desc& d) noexcept {
+    handler_counters& c = _table.counters(d.handler);
+    bump(c.sent);
+    bump(c.sent_bytes, d.len);
+}
+
+std::uint64_t context_impl::total_sent() const noexcept {
+    std::uint64_t n = 0;
+    for (std::uint32_t i = 0, e = _table.count(); i < e; ++i) {
+        n += _table.counters(i).sent.load(std::memory_order_relaxed);
+    }
+    return n;
+}
+
+std::uint64_t context_impl::total_received() const noexcept {
+    std::uint64_t n = 0;
+    for (std::uint32_t i = 0, e = _table.count(); i < e; ++i) {
+        n += _table.counters(i).received.load(std::memory_order_relaxed);
+    }
+    return n;
 }
 
 void context_impl::send(const send_desc& d, bool reply) {
@@ -219,7 +231,7 @@ void context_impl::send(const send_desc& d, bool reply) {
     {
         maybe_lock lock(_send_mutex, _locking);
         if (try_inject(d, bytes)) [[likely]] {
-            count_sent(d, reply);
+            count_sent(d);
             if (!from_handler && !_locking) (void)poll_locked();  // every send also makes progress
             return;
         }
@@ -227,7 +239,7 @@ void context_impl::send(const send_desc& d, bool reply) {
         if (from_handler) {  // handlers never block: park it for later progress
             enqueue(d, bytes);
             bump(_queued);
-            count_sent(d, reply);
+            count_sent(d);
             return;
         }
     }
@@ -236,16 +248,102 @@ void context_impl::send(const send_desc& d, bool reply) {
         if (poll() == 0) util::backoff(backoff);
         maybe_lock lock(_send_mutex, _locking);
         if (try_inject(d, bytes)) {
-            count_sent(d, reply);
+            count_sent(d);
             return;
         }
     }
+}
+
+template <unsigned N, unsigned Lane>
+void context_impl::send_short(int dest, std::uint32_t handler, const std::uint64_t* args) {
+    // Everything the generic path checks, in the fewest instructions: a destination in range,
+    // a sealed handler whose signature is short with N arguments, no request from a reply
+    // handler; then straight into the ring when nothing is queued before this message.
+    // A reply is only ever sent from a request handler (the token checked that).
+    const std::uintptr_t frame = Lane == 0 ? t_frame : 0;
+    const bool ok = static_cast<unsigned>(dest) < static_cast<unsigned>(_size) &&
+                    handler < _sealed &&
+                    _table.signature(handler) == signature_of(category::short_am, N) &&
+                    (Lane != 0 || frame != frame_of(this, 1)) &&
+                    _slow_path.load(std::memory_order_relaxed) == 0;
+    if (!ok) [[unlikely]] return send_short_slow(dest, Lane, handler, N, args);
+    constexpr std::size_t bytes = fixed_bytes(N);
+    transport::ring::producer& out = _ring->out(dest, Lane);
+    std::byte* p = out.reserve(bytes);
+    if (p == nullptr) [[unlikely]] return send_short_slow(dest, Lane, handler, N, args);
+    const std::uint64_t header = _header_base | (std::uint64_t{N} << 24) | handler;
+    std::memcpy(p, &header, 8);
+    if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
+    out.commit(p, bytes);
+    bump(_table.counters(handler).sent);
+    if (Lane == 0 && (frame & ~std::uintptr_t{1}) != frame_of(this, 0)) poll_after_send();
+}
+
+void context_impl::poll_after_send() {
+    (void)_ring->poll_into(*this);  // every send from the rank's own code makes progress
+}
+
+template <unsigned N>
+void context_impl::reply_short(token& t, std::uint32_t handler, const std::uint64_t* args) {
+    if (!t.is_request() || t._replied) [[unlikely]] {
+        const send_desc d{t.source(), lane::reply, category::short_am, N, handler, args,
+                          nullptr, 0, 0};
+        return core_reply(t, d);  // reports the misuse
+    }
+    send_short<N, 1>(t.source(), handler, args);
+    t._replied = true;
+    bump(_replies);
+}
+
+template <unsigned N>
+void core_request_short(context_impl* c, int dest, std::uint32_t handler,
+                        const std::uint64_t* args) {
+    c->send_short<N, 0>(dest, handler, args);
+}
+
+template <unsigned N>
+void core_reply_short(token& t, std::uint32_t handler, const std::uint64_t* args) {
+    t._ctx->reply_short<N>(t, handler, args);
+}
+
+#define AM_DETAIL_SHORT_INSTANTIATE(N)                                                        \
+    template void core_request_short<N>(context_impl*, int, std::uint32_t,                  \
+                                        const std::uint64_t*);                              \
+    template void core_reply_short<N>(token&, std::uint32_t, const std::uint64_t*);
+AM_DETAIL_SHORT_INSTANTIATE(0)
+AM_DETAIL_SHORT_INSTANTIATE(1)
+AM_DETAIL_SHORT_INSTANTIATE(2)
+AM_DETAIL_SHORT_INSTANTIATE(3)
+AM_DETAIL_SHORT_INSTANTIATE(4)
+AM_DETAIL_SHORT_INSTANTIATE(5)
+AM_DETAIL_SHORT_INSTANTIATE(6)
+AM_DETAIL_SHORT_INSTANTIATE(7)
+AM_DETAIL_SHORT_INSTANTIATE(8)
+AM_DETAIL_SHORT_INSTANTIATE(9)
+AM_DETAIL_SHORT_INSTANTIATE(10)
+AM_DETAIL_SHORT_INSTANTIATE(11)
+AM_DETAIL_SHORT_INSTANTIATE(12)
+AM_DETAIL_SHORT_INSTANTIATE(13)
+AM_DETAIL_SHORT_INSTANTIATE(14)
+AM_DETAIL_SHORT_INSTANTIATE(15)
+AM_DETAIL_SHORT_INSTANTIATE(16)
+#undef AM_DETAIL_SHORT_INSTANTIATE
+
+void context_impl::send_short_slow(int dest, unsigned lane, std::uint32_t handler,
+                                   unsigned nargs, const std::uint64_t* args) {
+    send_desc d{dest,    static_cast<detail::lane>(lane), category::short_am,
+                static_cast<std::uint8_t>(nargs), handler, args, nullptr, 0, 0};
+    send(d, lane == lane_of(true));
 }
 
 // -------------------------------------------------------------------------------- receiving
 
 std::size_t context_impl::poll() {
     if (in_handler()) return 0;
+    if (_fast) {
+        if (_pending_total.load(std::memory_order_relaxed) != 0) flush_pending();
+        return _ring->poll_into(*this);
+    }
     if (!_locking) return poll_locked();
     std::unique_lock lock(_poll_mutex, std::try_to_lock);
     return lock.owns_lock() ? poll_locked() : 0;
@@ -265,42 +363,51 @@ void context_impl::reject(int source, const char* why) noexcept {
 }
 
 void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_t len) {
-    wire_header h;
-    if (len < sizeof h) return reject(source, "shorter than a header");
-    std::memcpy(&h, msg, sizeof h);
-    if (h.handler >= _table.count()) return reject(source, "unknown handler index");
-    if (static_cast<int>(h.source) != source) return reject(source, "wrong source rank");
-    handler_entry& e = _table[h.handler];
-    if (h.kind != static_cast<std::uint8_t>(e.kind) || h.nargs != e.nargs) {
-        return reject(source, "category or argument count differs from the handler's");
+    std::uint64_t header;
+    if (len < sizeof header) [[unlikely]] return reject(source, "shorter than a header");
+    std::memcpy(&header, msg, sizeof header);
+    const auto handler = static_cast<std::uint32_t>(header & 0xffff);
+    const auto sig = static_cast<std::uint16_t>(header >> 16);
+    if (handler >= _table.count() || _table.signature(handler) != sig) [[unlikely]] {
+        return reject(source, handler >= _table.count()
+                                  ? "unknown handler index"
+                                  : "category or argument count differs from the handler's");
     }
-    const std::size_t fixed = fixed_bytes(h.nargs);
-    if (len < fixed) return reject(source, "truncated arguments");
+    if (static_cast<std::uint32_t>(header >> 32) != static_cast<std::uint32_t>(source))
+        [[unlikely]] {
+        return reject(source, "wrong source rank");
+    }
+    const std::size_t fixed = fixed_bytes(sig >> 8);
     std::byte* payload = nullptr;
     std::size_t plen = 0;
-    if (e.kind == category::medium) {
+    handler_counters& ctr = _table.counters(handler);
+    const auto kind = static_cast<category>(sig & 0xff);
+    if (kind == category::short_am) [[likely]] {
+        if (len != fixed) [[unlikely]] return reject(source, "short message with a payload");
+    } else if (kind == category::medium) {
+        if (len < fixed || len - fixed > _max_medium) [[unlikely]] {
+            return reject(source, "medium payload over max_medium()");
+        }
         payload = msg + fixed;
         plen = len - fixed;
-        if (plen > _max_medium) return reject(source, "medium payload over max_medium()");
-    } else if (e.kind == category::long_am) {
-        if (len != fixed + long_trailer) return reject(source, "bad long-message length");
+        bump(ctr.received_bytes, plen);
+    } else {
+        if (len != fixed + long_trailer) [[unlikely]] return reject(source, "bad long length");
         std::uint64_t trailer[2];
         std::memcpy(trailer, msg + fixed, sizeof trailer);
-        if (trailer[0] > _own_segment.size() || trailer[1] > _own_segment.size() - trailer[0]) {
+        if (trailer[0] > _own_segment.size() || trailer[1] > _own_segment.size() - trailer[0])
+            [[unlikely]] {
             return reject(source, "long payload outside the segment");
         }
         payload = _own_segment.data() + trailer[0];
         plen = trailer[1];
-    } else if (len != fixed) {
-        return reject(source, "short message with a payload");
+        bump(ctr.received_bytes, plen);
     }
-    bump(e.received);
-    bump(e.received_bytes, plen);
-    bump(_received);
-    bump(_received_bytes, plen);
+    bump(ctr.received);
     token t(this, source, static_cast<detail::lane>(lane));
     frame_scope scope(this, lane);
-    e.fn(e.obj, t, reinterpret_cast<const std::uint64_t*>(msg + sizeof h), payload, plen);
+    const handler_hot& h = _table.hot(handler);
+    h.fn(h.obj, t, reinterpret_cast<const std::uint64_t*>(msg + sizeof header), payload, plen);
 }
 
 // ------------------------------------------------------------------------------ collectives
@@ -341,7 +448,7 @@ void context_impl::report_mismatch(std::uint32_t max_count) {
     for (std::uint32_t i = 0; i < max_count; ++i) {
         entry_info mine{};
         if (i < _table.count()) {
-            const handler_entry& e = _table[i];
+            const handler_cold& e = _table.cold(i);
             mine.digest = e.digest;
             const std::string label = e.name + " (" + category_name(e.kind) + ", " +
                                       std::to_string(e.nargs) + " args)";
@@ -372,8 +479,7 @@ void context_impl::quiesce() {
         while (_pending_total != 0) {
             if (poll() == 0) util::backoff(backoff);
         }
-        const counts mine{_sent.load(std::memory_order_relaxed),
-                          _received.load(std::memory_order_relaxed), _pending_total};
+        const counts mine{total_sent(), total_received(), _pending_total.load()};
         _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); });
         counts sum{0, 0, 0};
         for (const counts& c : all) {
@@ -394,6 +500,8 @@ void context_impl::quiesce() {
 
 void context_impl::start_progress_thread() {
     _locking = true;
+    _fast = false;
+    update_slow_path();
     _progress = std::thread([this] { progress_loop(); });
 }
 
@@ -426,22 +534,25 @@ void context_impl::progress_loop() noexcept {
 // ---------------------------------------------------------------------------------- stats
 
 am::stats context_impl::snapshot() const {
-    auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    auto get = [](const std::atomic<std::uint64_t>& a) {
+        return a.load(std::memory_order_relaxed);
+    };
     am::stats s;
     s.rank = _rank;
-    s.messages_sent = get(_sent);
-    s.bytes_sent = get(_sent_bytes);
-    s.messages_received = get(_received);
-    s.bytes_received = get(_received_bytes);
     s.replies_sent = get(_replies);
     s.credit_stalls = get(_stalls);
     s.queued_from_handlers = get(_queued);
     s.bad_headers = get(_bad);
     const std::uint32_t n = _table.count();
     for (std::uint32_t i = 0; i < n; ++i) {
-        const handler_entry& e = _table[i];
-        s.handlers.push_back({e.name, get(e.sent), get(e.sent_bytes), get(e.received),
-                              get(e.received_bytes)});
+        const handler_counters& c = _table.counters(i);
+        handler_stats h{_table.cold(i).name, get(c.sent), get(c.sent_bytes), get(c.received),
+                        get(c.received_bytes)};
+        s.messages_sent += h.sent;
+        s.bytes_sent += h.sent_bytes;
+        s.messages_received += h.received;
+        s.bytes_received += h.received_bytes;
+        s.handlers.push_back(std::move(h));
     }
     return s;
 }

@@ -3,6 +3,7 @@
 // validation, progress, the handler-table handshake and the end-of-job quiescence.
 #pragma once
 
+#include "../transport/ring/region.hpp"
 #include "../transport/transport.hpp"
 #include "handler_table.hpp"
 #include "wire.hpp"
@@ -23,6 +24,15 @@ inline void bump(std::atomic<std::uint64_t>& a, std::uint64_t n = 1) noexcept {
     a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
+/// The handler running on this thread, if any: its context's address with the lane in bit 0.
+/// Per thread, not per process: with ranks as threads every rank has its own, and a progress
+/// thread has its own too.
+inline thread_local std::uintptr_t t_frame [[gnu::tls_model("initial-exec")]] = 0;
+
+inline std::uintptr_t frame_of(const void* c, unsigned lane) noexcept {
+    return reinterpret_cast<std::uintptr_t>(c) | lane;
+}
+
 class context_impl final : public transport::message_sink {
 public:
     context_impl(transport::transport& tp, const config& cfg);
@@ -39,14 +49,23 @@ public:
 
     std::uint32_t add_handler(const handler_desc& d) { return _table.add(d, _rank); }
     void send(const send_desc& d, bool reply);
+    /// Short messages with N arguments: the hot path (checks, ring write, counter inline).
+    template <unsigned N, unsigned Lane>
+    void send_short(int dest, std::uint32_t handler, const std::uint64_t* args);
+    /// A reply: checks the token, sends, marks it answered.
+    template <unsigned N>
+    void reply_short(token& t, std::uint32_t handler, const std::uint64_t* args);
     std::size_t poll();
-    void deliver(int source, unsigned lane, std::byte* msg, std::size_t len) override;
+    void deliver(int source, unsigned lane, std::byte* msg, std::size_t len) final;
     void barrier();
     /// Returns when every message sent by any rank has been handled (collective).
     void quiesce();
     void idle(unsigned& backoff);
-    [[nodiscard]] bool in_handler() const noexcept;
-    [[nodiscard]] bool in_reply_handler() const noexcept;
+    [[nodiscard]] bool in_handler() const noexcept {
+        return (t_frame & ~std::uintptr_t{1}) == frame_of(this, 0);
+    }
+    [[nodiscard]] bool in_reply_handler() const noexcept { return t_frame == frame_of(this, 1); }
+    void count_reply() noexcept { bump(_replies); }
     [[nodiscard]] am::stats snapshot() const;
     void start_progress_thread();
     void stop_progress_thread() noexcept;
@@ -63,7 +82,12 @@ private:
     bool try_inject(const send_desc& d, std::size_t bytes);
     void enqueue(const send_desc& d, std::size_t bytes);
     void flush_pending();
-    void count_sent(const send_desc& d, bool reply) noexcept;
+    void count_sent(const send_desc& d) noexcept;
+    [[gnu::noinline]] void poll_after_send();
+    [[gnu::cold]] void send_short_slow(int dest, unsigned lane, std::uint32_t handler,
+                                       unsigned nargs, const std::uint64_t* args);
+    [[nodiscard]] std::uint64_t total_sent() const noexcept;
+    [[nodiscard]] std::uint64_t total_received() const noexcept;
     void reject(int source, const char* why) noexcept;
     void check_tables();
     [[noreturn]] void report_mismatch(std::uint32_t max_count);
@@ -71,6 +95,10 @@ private:
     [[nodiscard]] std::size_t poll_locked();
 
     transport::transport& _tp;
+    // The transport again when it is the ring transport (threads, shm): the hot paths call it
+    // directly so its ring operations inline; every other transport goes through `_tp`.
+    transport::ring::ring_transport* _ring;
+    bool _fast = false;  // _ring set and no progress thread: no locks on the hot path
     context _front;
     int _rank;
     int _size;
@@ -81,6 +109,10 @@ private:
 
     std::vector<std::deque<pending_msg>> _pending;  // [dest * lanes + lane]
     std::atomic<std::size_t> _pending_total{0};  // written under the send lock
+    // Non-zero when a short send must take the general path: messages are queued (their count)
+    // or the fast path is off (bit 62). One load on the hot path instead of two.
+    std::atomic<std::uint64_t> _slow_path{0};
+    void update_slow_path() noexcept;
 
     bool _locking = false;  // true while a progress thread shares the context
     std::mutex _send_mutex;
@@ -88,8 +120,8 @@ private:
     std::thread _progress;
     std::atomic<bool> _stop{false};
 
-    std::atomic<std::uint64_t> _sent{0}, _sent_bytes{0}, _replies{0}, _received{0},
-        _received_bytes{0}, _stalls{0}, _queued{0}, _bad{0};
+    std::uint64_t _header_base;  // this rank in the header's source field
+    std::atomic<std::uint64_t> _replies{0}, _stalls{0}, _queued{0}, _bad{0};
 };
 
 }  // namespace am::detail

@@ -13,10 +13,16 @@ std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull
 
 }  // namespace
 
+handler_table::handler_table()
+    : _hot(new handler_hot[max_handlers]),
+      _sig(new std::uint16_t[max_handlers]()),
+      _ctr(new handler_counters[max_handlers]),
+      _cold(new handler_cold[max_handlers]) {}
+
 handler_table::~handler_table() {
     const std::uint32_t n = count();
     for (std::uint32_t i = 0; i < n; ++i) {
-        if (_entries[i].destroy) _entries[i].destroy(_entries[i].obj);
+        if (_cold[i].destroy) _cold[i].destroy(_hot[i].obj);
     }
 }
 
@@ -28,22 +34,21 @@ std::uint32_t handler_table::add(const handler_desc& d, int rank) {
                                          ": more than " + std::to_string(max_handlers) +
                                          " handlers registered");
     }
-    handler_entry& e = _entries[i];
+    handler_cold& e = _cold[i];
     e.kind = d.kind;
     e.nargs = d.nargs;
-    e.fn = d.fn;
-    e.obj = d.obj;
     e.destroy = d.destroy;
     e.name = readable_name(d.name);
-    e.digest = fnv1a(e.name, fnv1a(std::string(1, static_cast<char>('0' + e.nargs)) +
-                                   category_name(e.kind)));
+    e.digest = fnv1a(e.name, fnv1a(std::to_string(e.nargs) + category_name(e.kind)));
+    _hot[i] = handler_hot{d.fn, d.obj};
+    _sig[i] = signature_of(d.kind, d.nargs);
     _count.store(i + 1, std::memory_order_release);
     return i;
 }
 
 std::uint64_t handler_table::digest(std::uint32_t n) const noexcept {
     std::uint64_t h = 1469598103934665603ull;
-    for (std::uint32_t i = 0; i < n; ++i) h = (h ^ _entries[i].digest) * 1099511628211ull;
+    for (std::uint32_t i = 0; i < n; ++i) h = (h ^ _cold[i].digest) * 1099511628211ull;
     return h;
 }
 

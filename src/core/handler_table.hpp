@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The per-rank handler table: fixed capacity so a progress thread may read entries while the
-// rank registers new ones (an entry is published by the release-store of the count).
+// rank registers new ones (an entry is published by the release-store of the count). What
+// dispatch and send touch per message (function, object, signature, counters) is kept apart
+// from what only registration, the handshake and statistics read.
 #pragma once
 
 #include <am/context.hpp>
@@ -14,20 +16,31 @@ namespace am::detail {
 
 inline constexpr std::uint32_t max_handlers = 1024;
 
-struct handler_entry {
-    category kind{};
-    std::uint8_t nargs = 0;
+/// Wire signature of a handler: the header's {u8 kind, u8 nargs} read as one u16.
+constexpr std::uint16_t signature_of(category kind, unsigned nargs) noexcept {
+    return static_cast<std::uint16_t>(static_cast<unsigned>(kind) | (nargs << 8));
+}
+
+struct handler_hot {
     invoke_fn fn = nullptr;
     void* obj = nullptr;
+};
+
+struct handler_counters {
+    std::atomic<std::uint64_t> sent{0}, sent_bytes{0}, received{0}, received_bytes{0};
+};
+
+struct handler_cold {
+    category kind{};
+    std::uint8_t nargs = 0;
     void (*destroy)(void*) = nullptr;
     std::string name;
     std::uint64_t digest = 0;  // of name, kind and nargs: compared across ranks
-    std::atomic<std::uint64_t> sent{0}, sent_bytes{0}, received{0}, received_bytes{0};
 };
 
 class handler_table {
 public:
-    handler_table() : _entries(new handler_entry[max_handlers]) {}
+    handler_table();
     ~handler_table();
     handler_table(const handler_table&) = delete;
     handler_table& operator=(const handler_table&) = delete;
@@ -37,12 +50,18 @@ public:
     [[nodiscard]] std::uint32_t count() const noexcept {
         return _count.load(std::memory_order_acquire);
     }
-    [[nodiscard]] handler_entry& operator[](std::uint32_t i) const noexcept { return _entries[i]; }
+    [[nodiscard]] const handler_hot& hot(std::uint32_t i) const noexcept { return _hot[i]; }
+    [[nodiscard]] std::uint16_t signature(std::uint32_t i) const noexcept { return _sig[i]; }
+    [[nodiscard]] handler_counters& counters(std::uint32_t i) const noexcept { return _ctr[i]; }
+    [[nodiscard]] const handler_cold& cold(std::uint32_t i) const noexcept { return _cold[i]; }
     /// Digest of the first `n` entries, order-sensitive.
     [[nodiscard]] std::uint64_t digest(std::uint32_t n) const noexcept;
 
 private:
-    std::unique_ptr<handler_entry[]> _entries;
+    std::unique_ptr<handler_hot[]> _hot;
+    std::unique_ptr<std::uint16_t[]> _sig;
+    std::unique_ptr<handler_counters[]> _ctr;
+    std::unique_ptr<handler_cold[]> _cold;
     std::atomic<std::uint32_t> _count{0};
 };
 

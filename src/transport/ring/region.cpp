@@ -14,7 +14,7 @@ namespace {
 constexpr std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 constexpr std::size_t page = 4096;
 constexpr std::size_t ring_stride(std::size_t ring_bytes) {
-    return sizeof(ring_ctl) + align_up(ring_bytes, 64);
+    return sizeof(ring_ctl) + align_up(data_bytes(ring_bytes), 64);
 }
 
 }  // namespace
@@ -95,37 +95,12 @@ ring_transport::ring_transport(std::byte* base, int rank)
         for (unsigned l = 0; l < num_lanes; ++l) {
             _out[peer * num_lanes + l] =
                 producer(_region.ring(rank, peer, l), _region.ring_data(rank, peer, l), cap);
-            _in[l * n + peer] =
+            _in[(num_lanes - 1 - l) * n + peer] =
                 consumer(_region.ring(peer, rank, l), _region.ring_data(peer, rank, l), cap);
         }
     }
     _region.info(rank).state.store(static_cast<std::uint32_t>(rank_state::attached),
                                    std::memory_order_release);
-}
-
-std::byte* ring_transport::try_reserve(int dest, unsigned lane, std::size_t bytes) {
-    return _out[static_cast<std::size_t>(dest) * num_lanes + lane].reserve(bytes);
-}
-
-void ring_transport::commit(int dest, unsigned lane, std::byte*, std::size_t bytes) {
-    _out[static_cast<std::size_t>(dest) * num_lanes + lane].commit(bytes);
-}
-
-std::size_t ring_transport::poll(message_sink& sink) {
-    if (_region.failed()) throw_failed();
-    const int n = size();
-    std::size_t handled = 0;
-    // Replies first: they free the peers' request credits and never wait on anything.
-    for (unsigned l = num_lanes; l-- > 0;) {
-        consumer* in = &_in[static_cast<std::size_t>(l) * n];
-        for (int src = 0; src < n; ++src) {
-            if (!in[src].ready()) continue;
-            handled += in[src].drain([&](std::byte* msg, std::size_t len) {
-                sink.deliver(src, l, msg, len);
-            });
-        }
-    }
-    return handled;
 }
 
 std::span<std::byte> ring_transport::segment(int rank) noexcept {

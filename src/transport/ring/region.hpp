@@ -92,9 +92,36 @@ public:
     ring_transport(std::byte* base, int rank);
 
     std::size_t max_message() const noexcept override { return _max_message; }
-    std::byte* try_reserve(int dest, unsigned lane, std::size_t bytes) override;
-    void commit(int dest, unsigned lane, std::byte* msg, std::size_t bytes) override;
-    std::size_t poll(message_sink& sink) override;
+    std::byte* try_reserve(int dest, unsigned lane, std::size_t bytes) override {
+        return _out[static_cast<std::size_t>(dest) * num_lanes + lane].reserve(bytes);
+    }
+    void commit(int dest, unsigned lane, std::byte* msg, std::size_t bytes) override {
+        _out[static_cast<std::size_t>(dest) * num_lanes + lane].commit(msg, bytes);
+    }
+    /// The producer of the ring to `dest` on `lane`, for callers that inline the ring.
+    [[nodiscard]] producer& out(int dest, unsigned lane) noexcept {
+        return _out[static_cast<std::size_t>(dest) * num_lanes + lane];
+    }
+    std::size_t poll(message_sink& sink) override { return poll_into(sink); }
+
+    /// `poll` for a known sink type, so its `deliver` can be inlined into the ring loop.
+    template <class Sink>
+    std::size_t poll_into(Sink& sink) {
+        if (_region.failed()) [[unlikely]] throw_failed();
+        // `_in` lists the reply rings first: replies free the peers' request credits and never
+        // wait on anything.
+        const int n = size();
+        std::size_t handled = 0;
+        for (int i = 0, e = 2 * n; i < e; ++i) {
+            if (!_in[i].ready()) [[likely]] continue;
+            const int src = i < n ? i : i - n;
+            const unsigned lane = i < n ? 1u : 0u;
+            handled += _in[i].drain([&](std::byte* msg, std::size_t len) {
+                sink.deliver(src, lane, msg, len);
+            });
+        }
+        return handled;
+    }
     std::span<std::byte> segment(int rank) noexcept override;
     void barrier(const idle_fn& idle) override;
     void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle) override;
@@ -110,7 +137,7 @@ private:
     region _region;
     std::size_t _max_message;
     std::vector<producer> _out;  // [dest * lanes + lane]
-    std::vector<consumer> _in;   // [lane * size + src]
+    std::vector<consumer> _in;   // reply lane by source, then request lane by source
 };
 
 }  // namespace am::transport::ring

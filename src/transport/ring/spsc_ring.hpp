@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // A single-producer single-consumer ring of variable-sized records in memory that both sides
 // can address (one process's heap, or a POSIX shared-memory mapping). Positions are 64-bit
-// byte counters that never wrap; the data area is a power of two. A record is an 8-byte
-// header {u32 stride | skip bit, u32 length} followed by the message, padded to 8 bytes.
-// A record never straddles the end of the data area: the producer writes a skip record instead.
+// byte counters that never wrap; the data area is a power of two `capacity` followed by a pad
+// of `capacity / 2` bytes. A record is an 8-byte header {u32 stride, u32 length} and the
+// message, padded to 8 bytes; it starts at `position & mask` and, when it starts near the end,
+// simply runs on into the pad. So a record is always contiguous and neither side ever handles
+// a wrap: the logical bytes it covers past the end are the start of the ring, which the next
+// record's position skips over.
 #pragma once
 
 #include <atomic>
@@ -20,13 +23,20 @@ struct ring_ctl {
 };
 static_assert(sizeof(ring_ctl) == 128);
 
-inline constexpr std::uint32_t skip_bit = 0x80000000u;
 inline constexpr std::size_t record_header = 8;
 
-/// Largest message a ring of `capacity` bytes carries: a record plus the skip in front of it
-/// must fit in an empty ring.
+/// Bytes of data area (ring plus pad) for a ring of `capacity`.
+constexpr std::size_t data_bytes(std::size_t capacity) noexcept {
+    return capacity + capacity / 2;
+}
+
+/// Largest message a ring of `capacity` bytes carries: its record must fit in the pad.
 constexpr std::size_t max_message(std::size_t capacity) noexcept {
     return capacity / 2 - record_header;
+}
+
+constexpr std::uint64_t stride_of(std::size_t len) noexcept {
+    return (len + record_header + 7) & ~std::uint64_t{7};
 }
 
 /// The producer's view of one ring, private to the sending rank.
@@ -34,44 +44,34 @@ class producer {
 public:
     producer() = default;
     producer(ring_ctl* ctl, std::byte* data, std::size_t capacity) noexcept
-        : _ctl(ctl), _data(data), _mask(capacity - 1) {}
+        : _ctl(ctl), _data(data), _capacity(capacity) {}
 
-    /// Room for a message of `len` bytes, or nullptr. Must be followed by `commit(len)`.
+    /// Room for a message of `len` ≤ max_message bytes, or nullptr when the ring is full.
+    /// Must be followed by `commit(msg, len)` with the same length.
     std::byte* reserve(std::size_t len) noexcept {
-        const std::uint64_t stride = (len + record_header + 7) & ~std::uint64_t{7};
-        const std::uint64_t pos = _head & _mask;
-        const std::uint64_t to_end = _mask + 1 - pos;
-        const std::uint64_t need = stride <= to_end ? stride : to_end + stride;
-        if (_head + need - _cached_tail > _mask + 1) {
+        const std::uint64_t end = _head + stride_of(len);
+        if (end - _cached_tail > _capacity) [[unlikely]] {
             _cached_tail = _ctl->tail.load(std::memory_order_acquire);
-            if (_head + need - _cached_tail > _mask + 1) return nullptr;
+            if (end - _cached_tail > _capacity) return nullptr;
         }
-        if (stride > to_end) {  // pad to the end; the consumer skips it
-            store_u32(_data + pos, static_cast<std::uint32_t>(to_end) | skip_bit);
-            _head += to_end;
-        }
-        _stride = stride;
-        return _data + (_head & _mask) + record_header;
+        return _data + (_head & (_capacity - 1)) + record_header;
     }
 
-    /// Publishes the message written into the last `reserve`.
-    void commit(std::size_t len) noexcept {
-        std::byte* rec = _data + (_head & _mask);
-        store_u32(rec, static_cast<std::uint32_t>(_stride));
-        store_u32(rec + 4, static_cast<std::uint32_t>(len));
-        _head += _stride;
+    /// Publishes the message written at `msg` (returned by the last `reserve`).
+    void commit(std::byte* msg, std::size_t len) noexcept {
+        const std::uint64_t stride = stride_of(len);
+        const std::uint64_t word = stride | (static_cast<std::uint64_t>(len) << 32);
+        std::memcpy(msg - record_header, &word, 8);  // {u32 stride, u32 length}, little-endian
+        _head += stride;
         _ctl->head.store(_head, std::memory_order_release);
     }
 
 private:
-    static void store_u32(std::byte* p, std::uint32_t v) noexcept { std::memcpy(p, &v, 4); }
-
     ring_ctl* _ctl = nullptr;
     std::byte* _data = nullptr;
-    std::uint64_t _mask = 0;
+    std::uint64_t _capacity = 0;
     std::uint64_t _head = 0;
     std::uint64_t _cached_tail = 0;
-    std::uint64_t _stride = 0;
 };
 
 /// The consumer's view of one ring, private to the receiving rank.
@@ -94,18 +94,12 @@ public:
         std::size_t n = 0;
         while (_tail != head) {
             std::byte* rec = _data + (_tail & _mask);
-            std::uint32_t stride, len;
-            std::memcpy(&stride, rec, 4);
-            if (stride & skip_bit) {
-                _tail += stride & ~skip_bit;
-                continue;
-            }
-            std::memcpy(&len, rec + 4, 4);
-            release_guard guard{this, stride};
-            fn(rec + record_header, static_cast<std::size_t>(len));
+            std::uint64_t word;
+            std::memcpy(&word, rec, 8);
+            release_guard guard{this, static_cast<std::uint32_t>(word)};
+            fn(rec + record_header, static_cast<std::size_t>(word >> 32));
             ++n;
         }
-        _ctl->tail.store(_tail, std::memory_order_release);
         return n;
     }
 
