@@ -6,22 +6,17 @@
 
 #include <cstdio>
 
-void on_answer(am::token& t, int who, int asked_by) {
-    std::printf("rank %d: rank %d answered (asked by %d)\n", t.ctx().rank(), who, asked_by);
-}
-
 int main(int argc, char** argv) {
     return am::run(argc, argv, [](am::context& ctx) {
         am::counter answers(ctx);
-        auto answer = ctx.handler([&answers](am::token& t, int who, int asked_by) {
-            on_answer(t, who, asked_by);
+        auto answer = ctx.handler([&](am::token& t, int who) {
+            std::printf("rank %d: rank %d answered\n", t.ctx().rank(), who);
             answers.add();
         });
-        auto ask = ctx.handler([answer](am::token& t, int asked_by) {
-            t.reply(answer, t.ctx().rank(), asked_by);
-        });
-        ctx.barrier();  // every rank registered the same handlers
-        ctx.request((ctx.rank() + 1) % ctx.size(), ask, ctx.rank());
-        answers.wait(1);
+        auto ask = ctx.handler([answer](am::token& t) { t.reply(answer, t.ctx().rank()); });
+        ctx.barrier();                                    // all ranks registered the same handlers
+        ctx.request((ctx.rank() + 1) % ctx.size(), ask);  // short request to the right neighbour
+        answers.wait(1);                                  // polls until the reply has run
+        ctx.quiesce();                                    // handlers use locals: drain first
     });
 }
