@@ -17,7 +17,10 @@ int rank_failed(transport::transport& tp, const char* what, bool caused_here) {
     if (caused_here && !tp.job_failed()) {
         tp.fail_job("rank " + std::to_string(tp.rank()) + " failed: " + what);
     }
-    std::fprintf(stderr, "am: rank %d: %s\n", tp.rank(), what);
+    // am::error messages already name the rank; anything else gets it here.
+    const std::string prefix = "rank " + std::to_string(tp.rank()) + ": ";
+    const bool named = std::string(what).find(prefix) != std::string::npos;
+    std::fprintf(stderr, "am: %s%s\n", named ? "" : prefix.c_str(), what);
     return 1;
 }
 

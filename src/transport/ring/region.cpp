@@ -146,7 +146,7 @@ void ring_transport::mark_finished() noexcept {
 
 void ring_transport::throw_failed() const {
     throw error(errc::aborted,
-                "am: rank " + std::to_string(rank()) + ": job aborted: " + _region.reason());
+                "rank " + std::to_string(rank()) + ": job aborted: " + _region.reason());
 }
 
 }  // namespace am::transport::ring

@@ -149,9 +149,8 @@ int supervise(shared_region& shm, const std::vector<pid_t>& pids) {
             const std::string why = describe_exit(static_cast<int>(r), p, st, finished);
             if (job_status == 0) {
                 job_status = WIFEXITED(st) && WEXITSTATUS(st) != 0 ? WEXITSTATUS(st) : 1;
-                reg.fail(why);
-                std::fprintf(stderr, "am: %s; job aborted: %s\n", why.c_str(),
-                             reg.reason().c_str());
+                reg.fail(why);  // keeps the reason of a rank that failed the job itself
+                std::fprintf(stderr, "am: job aborted: %s\n", reg.reason().c_str());
                 kill_at = clock::now() + std::chrono::seconds(kill_grace_seconds);
             }
             continue;
