@@ -316,10 +316,15 @@ int am_run(int argc, char** argv, am_rank_fn rank_fn, void* arg) noexcept {
 am_status_t am_abort(am_context_t* ctx, const char* reason) noexcept {
     if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
     ctx->aborted.store(true);
-    const am_status_t st = guarded(ctx, "am_abort", [&] {
-        ctx->cxx->abort(reason != nullptr ? reason : "(no reason given)");
+    const char* why = reason != nullptr ? reason : "(no reason given)";
+    return guarded(ctx, "am_abort", [&] {
+        try {
+            ctx->cxx->abort(why);  // marks the job failed, then throws errc::aborted
+        } catch (const am::error& e) {
+            if (e.code() != errc::aborted) throw;
+        }
+        fail(errc::aborted, "am_abort", ctx, std::string("aborted the job: ") + why);
     });
-    return st == AM_OK ? AM_ERR_ABORTED : st;
 }
 
 int am_rank(const am_context_t* ctx) noexcept { return ctx ? ctx->cxx->rank() : -1; }

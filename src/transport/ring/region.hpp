@@ -109,16 +109,12 @@ public:
     std::size_t poll_into(Sink& sink) {
         if (_region.failed()) [[unlikely]] throw_failed();
         // `_in` lists the reply rings first: replies free the peers' request credits and never
-        // wait on anything.
+        // wait on anything. The scan stays small; only a ring with records pays for draining.
+        consumer* in = _in.data();
         const int n = size();
         std::size_t handled = 0;
         for (int i = 0, e = 2 * n; i < e; ++i) {
-            if (!_in[i].ready()) [[likely]] continue;
-            const int src = i < n ? i : i - n;
-            const unsigned lane = i < n ? 1u : 0u;
-            handled += _in[i].drain([&](std::byte* msg, std::size_t len) {
-                sink.deliver(src, lane, msg, len);
-            });
+            if (in[i].ready()) [[unlikely]] handled += drain_ring(sink, i);
         }
         return handled;
     }
@@ -132,6 +128,14 @@ public:
     void mark_finished() noexcept override;
 
 private:
+    template <class Sink>
+    [[gnu::noinline]] std::size_t drain_ring(Sink& sink, int i) {
+        const int n = size();
+        const int src = i < n ? i : i - n;
+        const unsigned lane = i < n ? 1u : 0u;
+        return _in[i].drain(
+            [&](std::byte* msg, std::size_t len) { sink.deliver(src, lane, msg, len); });
+    }
     [[noreturn]] void throw_failed() const;
 
     region _region;
