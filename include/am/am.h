@@ -48,19 +48,19 @@ extern "C" {
 
 /// Status of a call. The values are those of the C++ `am::errc`, so a C++ `am::error` maps 1:1.
 typedef enum am_status {
-    AM_OK = 0,                   ///< success
-    AM_ERR_BAD_RANK = 1,         ///< destination rank outside [0, am_size())
-    AM_ERR_BAD_HANDLER = 2,      ///< handler not registered, not yet enabled by am_barrier(),
-                                 ///< or of another category / argument count than the send
-    AM_ERR_TOO_LARGE = 3,        ///< argument count or payload over a limit
-    AM_ERR_BAD_REPLY = 4,        ///< second reply, or reply outside a request handler
-    AM_ERR_BAD_CONTEXT = 5,      ///< call not allowed here (request from a reply handler,
-                                 ///< wait or barrier in a handler)
-    AM_ERR_OUT_OF_SEGMENT = 6,   ///< long payload outside the target's segment
-    AM_ERR_HANDLER_MISMATCH = 7, ///< ranks registered different handler tables
-    AM_ERR_ABORTED = 8,          ///< the job is going down: a rank died or called am_abort()
-    AM_ERR_SYSTEM = 9,           ///< an operating-system call failed (or memory ran out)
-    AM_ERR_INVALID_ARGUMENT = 10 ///< any other bad argument (null pointer, bad configuration)
+    AM_OK = 0,                    ///< success
+    AM_ERR_BAD_RANK = 1,          ///< destination rank outside [0, am_size())
+    AM_ERR_BAD_HANDLER = 2,       ///< handler not registered, not yet enabled by am_barrier(),
+                                  ///< or of another category / argument count than the send
+    AM_ERR_TOO_LARGE = 3,         ///< argument count or payload over a limit
+    AM_ERR_BAD_REPLY = 4,         ///< second reply, or reply outside a request handler
+    AM_ERR_BAD_CONTEXT = 5,       ///< call not allowed here (request from a reply handler,
+                                  ///< wait or barrier in a handler)
+    AM_ERR_OUT_OF_SEGMENT = 6,    ///< long payload outside the target's segment
+    AM_ERR_HANDLER_MISMATCH = 7,  ///< ranks registered different handler tables
+    AM_ERR_ABORTED = 8,           ///< the job is going down: a rank died or called am_abort()
+    AM_ERR_SYSTEM = 9,            ///< an operating-system call failed (or memory ran out)
+    AM_ERR_INVALID_ARGUMENT = 10  ///< any other bad argument (null pointer, bad configuration)
 } am_status_t;
 
 /// One rank's endpoint, created by `am_run` and passed to the rank function. Opaque. Valid
@@ -83,8 +83,7 @@ typedef uint32_t am_handler_t;
 
 /// Short handler: runs on arrival with the message's `nargs` arguments (`args` valid only
 /// during the call). `user` is the pointer given at registration.
-typedef void (*am_short_fn)(am_token_t* token, const uint64_t* args, unsigned nargs,
-                            void* user);
+typedef void (*am_short_fn)(am_token_t* token, const uint64_t* args, unsigned nargs, void* user);
 
 /// Medium handler: as a short handler plus the payload, which is valid only during the call
 /// (copy what must outlive it). `payload` may be any alignment; `len` may be 0.
@@ -184,8 +183,8 @@ AM_NODISCARD am_status_t am_request_short(am_context_t* ctx, int dest, am_handle
 /// Sends a medium request: as `am_request_short`, with `len` ≤ `am_max_medium()` bytes of
 /// `payload` (copied before return; NULL allowed when `len` is 0) handed to the handler.
 AM_NODISCARD am_status_t am_request_medium(am_context_t* ctx, int dest, am_handler_t h,
-                                           const void* payload, size_t len,
-                                           const uint64_t* args, unsigned nargs) AM_NOEXCEPT;
+                                           const void* payload, size_t len, const uint64_t* args,
+                                           unsigned nargs) AM_NOEXCEPT;
 
 /// Sends a long request: `len` bytes of `payload` are written at byte `dest_offset` of
 /// `dest`'s segment, then the handler runs there with a pointer to them. `dest_offset + len`
@@ -239,7 +238,8 @@ typedef struct am_counter {
 } am_counter_t;
 
 /// Static initialiser of a counter at 0: `am_counter_t done = AM_COUNTER_INIT;`.
-#define AM_COUNTER_INIT {0}
+#define AM_COUNTER_INIT \
+    { 0 }
 
 /// Adds `n` (release): data written before it is visible to whoever sees the new count.
 void am_counter_add(am_counter_t* counter, uint64_t n) AM_NOEXCEPT;

@@ -12,9 +12,9 @@
 #include <am/handler.hpp>
 #include <am/stats.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 #include <functional>
 #include <span>
 #include <string_view>
@@ -48,7 +48,7 @@ struct handler_desc {
     category kind;
     std::uint8_t nargs;
     invoke_fn fn;
-    void* obj;                  ///< owned by the table when `destroy` is set
+    void* obj;  ///< owned by the table when `destroy` is set
     void (*destroy)(void*);
     std::string_view name;
 };
@@ -63,9 +63,9 @@ void core_request_short(context_impl* c, int dest, std::uint32_t handler,
 template <unsigned N>
 void core_reply_short(token& t, std::uint32_t handler, const std::uint64_t* args);
 
-#define AM_DETAIL_SHORT_EXTERN(N)                                                          \
-    extern template void core_request_short<N>(context_impl*, int, std::uint32_t,        \
-                                               const std::uint64_t*);                    \
+#define AM_DETAIL_SHORT_EXTERN(N)                                                 \
+    extern template void core_request_short<N>(context_impl*, int, std::uint32_t, \
+                                               const std::uint64_t*);             \
     extern template void core_reply_short<N>(token&, std::uint32_t, const std::uint64_t*);
 AM_DETAIL_SHORT_EXTERN(0)
 AM_DETAIL_SHORT_EXTERN(1)
@@ -97,8 +97,8 @@ void destroy_callable(void* p) {
 
 template <class H>
 send_desc make_desc(int dest, lane ln, H h, const std::uint64_t* slots) {
-    return send_desc{dest, ln, H::kind, static_cast<std::uint8_t>(H::nargs), h.index, slots,
-                     nullptr, 0, 0};
+    return send_desc{dest,    ln, H::kind, static_cast<std::uint8_t>(H::nargs), h.index, slots,
+                     nullptr, 0,  0};
 }
 
 }  // namespace detail
@@ -106,7 +106,7 @@ send_desc make_desc(int dest, lane ln, H h, const std::uint64_t* slots) {
 /// Handed to every handler: who sent the message and how to answer it.
 /// Valid only during the handler call; not copyable.
 class token {
-public:
+  public:
     token(detail::context_impl* c, int source, detail::lane ln) noexcept
         : _ctx(c), _source(source), _lane(ln) {}
     token(const token&) = delete;
@@ -149,7 +149,7 @@ public:
         detail::core_reply(*this, d);
     }
 
-private:
+  private:
     friend void detail::core_reply(token&, const detail::send_desc&);
     template <unsigned N>
     friend void detail::core_reply_short(token&, std::uint32_t, const std::uint64_t*);
@@ -163,7 +163,7 @@ private:
 /// One rank's endpoint: rank and size, handler registration, sends, progress and waits.
 /// Created by `am::run` and passed to the rank function; not copyable.
 class context {
-public:
+  public:
     explicit context(detail::context_impl* impl) noexcept : _impl(impl) {}
     context(const context&) = delete;
     context& operator=(const context&) = delete;
@@ -186,8 +186,8 @@ public:
     template <auto Fn>
     auto handler() {
         using H = detail::handle_t<decltype(Fn)>;
-        detail::handler_desc d{H::kind, H::nargs, &detail::invoke_function<Fn>, nullptr,
-                               nullptr, detail::value_name<Fn>()};
+        detail::handler_desc d{H::kind, H::nargs, &detail::invoke_function<Fn>,
+                               nullptr, nullptr,  detail::value_name<Fn>()};
         return H{detail::core_register(_impl, d)};
     }
     /// Registers a callable (e.g. a lambda capturing rank-local state) as a handler; the
@@ -279,13 +279,13 @@ public:
     /// The core object behind this context (for layers built on the core).
     [[nodiscard]] detail::context_impl* impl() const noexcept { return _impl; }
 
-private:
+  private:
     detail::context_impl* _impl;
 };
 
 /// Completion flag: handlers `add()`, the rank `wait()`s for a count. Thread-safe.
 class counter {
-public:
+  public:
     explicit counter(context& ctx) noexcept : _ctx(&ctx) {}
     counter(const counter&) = delete;
     counter& operator=(const counter&) = delete;
@@ -305,7 +305,7 @@ public:
     /// Sets the count back to zero (no message for it may be in flight).
     void reset() noexcept { _value.store(0, std::memory_order_relaxed); }
 
-private:
+  private:
     context* _ctx;
     std::atomic<std::uint64_t> _value{0};
 };

@@ -11,10 +11,10 @@ namespace am {
 
 /// Counters of one handler on one rank. Bytes count payload bytes (not headers or arguments).
 struct handler_stats {
-    std::string name;               ///< the handler's function or callable type
-    std::uint64_t sent = 0;         ///< messages naming this handler sent by this rank
-    std::uint64_t sent_bytes = 0;   ///< their payload bytes
-    std::uint64_t received = 0;     ///< messages naming this handler run on this rank
+    std::string name;              ///< the handler's function or callable type
+    std::uint64_t sent = 0;        ///< messages naming this handler sent by this rank
+    std::uint64_t sent_bytes = 0;  ///< their payload bytes
+    std::uint64_t received = 0;    ///< messages naming this handler run on this rank
     std::uint64_t received_bytes = 0;
 };
 

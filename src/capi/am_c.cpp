@@ -167,7 +167,9 @@ void invoke_long(void* obj, am::token& t, const std::uint64_t* args, std::byte* 
     reinterpret_cast<am_long_fn>(h->fn)(&tok, payload, len, args, h->nargs, h->user);
 }
 
-void destroy_handler(void* obj) { delete static_cast<c_handler*>(obj); }
+void destroy_handler(void* obj) {
+    delete static_cast<c_handler*>(obj);
+}
 
 // The handler's name in the table, compared across ranks at am_barrier and shown in errors
 // and statistics: the symbol when the function is exported, else its offset in its module,
@@ -181,14 +183,14 @@ std::string handler_name(any_fn fn, const char* kind) {
     if (info.dli_fname == nullptr) return generic;
     const char* slash = std::strrchr(info.dli_fname, '/');
     char offset[24];
-    std::snprintf(offset, sizeof offset, "+0x%" PRIxPTR,
-                  reinterpret_cast<std::uintptr_t>(addr) -
-                      reinterpret_cast<std::uintptr_t>(info.dli_fbase));
+    std::snprintf(
+        offset, sizeof offset, "+0x%" PRIxPTR,
+        reinterpret_cast<std::uintptr_t>(addr) - reinterpret_cast<std::uintptr_t>(info.dli_fbase));
     return generic + " " + (slash ? slash + 1 : info.dli_fname) + offset;
 }
 
-am_status_t register_c(am_context* c, const char* call, category kind, any_fn fn,
-                       unsigned nargs, void* user, am_handler_t* out) noexcept {
+am_status_t register_c(am_context* c, const char* call, category kind, any_fn fn, unsigned nargs,
+                       void* user, am_handler_t* out) noexcept {
     if (c == nullptr) return AM_ERR_INVALID_ARGUMENT;
     if (out != nullptr) *out = AM_HANDLER_INVALID;
     return guarded(c, call, [&] {
@@ -256,8 +258,8 @@ c_send request(const char* call, am_context* c, int dest, category kind, am_hand
 }
 
 c_send reply(const char* call, am_token* t, category kind, am_handler_t h) {
-    return c_send{call,    t ? t->ctx : nullptr, t ? t->cxx : nullptr, 0, kind, h, nullptr, 0,
-                  nullptr, 0,                    0};
+    return c_send{
+        call, t ? t->ctx : nullptr, t ? t->cxx : nullptr, 0, kind, h, nullptr, 0, nullptr, 0, 0};
 }
 
 // ---------------------------------------------------------------------------------- am_run
@@ -302,9 +304,8 @@ int am_run(int argc, char** argv, am_rank_fn rank_fn, void* arg) noexcept {
         return 1;
     }
     try {
-        return am::run(argc, argv, [rank_fn, arg](am::context& ctx) {
-            run_c_rank(ctx, rank_fn, arg);
-        });
+        return am::run(argc, argv,
+                       [rank_fn, arg](am::context& ctx) { run_c_rank(ctx, rank_fn, arg); });
     } catch (const std::exception& e) {  // e.g. a bad AM_* variable, read before any rank ran
         std::fprintf(stderr, "am_run: %s\n", e.what());
     } catch (...) {
@@ -327,9 +328,13 @@ am_status_t am_abort(am_context_t* ctx, const char* reason) noexcept {
     });
 }
 
-int am_rank(const am_context_t* ctx) noexcept { return ctx ? ctx->cxx->rank() : -1; }
+int am_rank(const am_context_t* ctx) noexcept {
+    return ctx ? ctx->cxx->rank() : -1;
+}
 
-int am_size(const am_context_t* ctx) noexcept { return ctx ? ctx->cxx->size() : 0; }
+int am_size(const am_context_t* ctx) noexcept {
+    return ctx ? ctx->cxx->size() : 0;
+}
 
 size_t am_max_medium(const am_context_t* ctx) noexcept {
     return ctx ? ctx->cxx->max_medium() : 0;
@@ -352,8 +357,8 @@ const char* am_status_string(am_status_t status) noexcept {
 
 am_status_t am_register_short(am_context_t* ctx, am_short_fn fn, unsigned nargs, void* user,
                               am_handler_t* out) noexcept {
-    return register_c(ctx, "am_register_short", category::short_am,
-                      reinterpret_cast<any_fn>(fn), nargs, user, out);
+    return register_c(ctx, "am_register_short", category::short_am, reinterpret_cast<any_fn>(fn),
+                      nargs, user, out);
 }
 
 am_status_t am_register_medium(am_context_t* ctx, am_medium_fn fn, unsigned nargs, void* user,
@@ -451,8 +456,7 @@ void am_counter_reset(am_counter_t* counter) noexcept {
     std::atomic_ref<std::uint64_t>(counter->_value).store(0, std::memory_order_relaxed);
 }
 
-am_status_t am_counter_wait(am_context_t* ctx, const am_counter_t* counter,
-                            uint64_t n) noexcept {
+am_status_t am_counter_wait(am_context_t* ctx, const am_counter_t* counter, uint64_t n) noexcept {
     if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
     return guarded(ctx, "am_counter_wait", [&] {
         check_pointer("am_counter_wait", ctx, counter, true, "counter");

@@ -18,10 +18,20 @@ std::size_t parse_size(const char* name, const char* text) {
     std::size_t shift = 0;
     if (end != text && *end != '\0') {
         switch (*end) {
-            case 'k': case 'K': shift = 10; break;
-            case 'm': case 'M': shift = 20; break;
-            case 'g': case 'G': shift = 30; break;
-            default: shift = 64;
+            case 'k':
+            case 'K':
+                shift = 10;
+                break;
+            case 'm':
+            case 'M':
+                shift = 20;
+                break;
+            case 'g':
+            case 'G':
+                shift = 30;
+                break;
+            default:
+                shift = 64;
         }
         if (shift != 64 && end[1] != '\0' && !(end[1] == 'i' || end[1] == 'B')) shift = 64;
     }
@@ -47,9 +57,8 @@ config config::from_env() {
     if (const char* v = std::getenv("AM_RANKS")) {
         const std::size_t n = parse_size("AM_RANKS", v);
         if (n < 1 || n > 4096) {
-            throw error(errc::invalid_argument,
-                        std::string("am::config::from_env: AM_RANKS=") + v +
-                            " is outside [1, 4096]");
+            throw error(errc::invalid_argument, std::string("am::config::from_env: AM_RANKS=") + v +
+                                                    " is outside [1, 4096]");
         }
         c.ranks = static_cast<int>(n);
     }

@@ -8,7 +8,9 @@ namespace am {
 
 namespace detail {
 
-void core_send(context_impl* c, const send_desc& d) { c->send(d, false); }
+void core_send(context_impl* c, const send_desc& d) {
+    c->send(d, false);
+}
 
 void core_reply(token& t, const send_desc& d) {
     if (!t.is_request()) {
@@ -27,11 +29,17 @@ void core_reply(token& t, const send_desc& d) {
     t._ctx->count_reply();
 }
 
-std::uint32_t core_register(context_impl* c, const handler_desc& h) { return c->add_handler(h); }
+std::uint32_t core_register(context_impl* c, const handler_desc& h) {
+    return c->add_handler(h);
+}
 
-std::size_t core_poll(context_impl* c) { return c->poll(); }
+std::size_t core_poll(context_impl* c) {
+    return c->poll();
+}
 
-void core_idle(context_impl* c, unsigned& backoff_state) { c->idle(backoff_state); }
+void core_idle(context_impl* c, unsigned& backoff_state) {
+    c->idle(backoff_state);
+}
 
 void core_check_wait(context_impl* c, const char* call) {
     if (c->in_handler()) {
@@ -42,23 +50,37 @@ void core_check_wait(context_impl* c, const char* call) {
 
 }  // namespace detail
 
-context& token::ctx() const noexcept { return _ctx->front(); }
+context& token::ctx() const noexcept {
+    return _ctx->front();
+}
 
-int context::rank() const noexcept { return _impl->rank(); }
-int context::size() const noexcept { return _impl->size(); }
-std::size_t context::max_medium() const noexcept { return _impl->max_medium(); }
-std::span<std::byte> context::segment() const noexcept { return _impl->own_segment(); }
-void context::barrier() { _impl->barrier(); }
+int context::rank() const noexcept {
+    return _impl->rank();
+}
+int context::size() const noexcept {
+    return _impl->size();
+}
+std::size_t context::max_medium() const noexcept {
+    return _impl->max_medium();
+}
+std::span<std::byte> context::segment() const noexcept {
+    return _impl->own_segment();
+}
+void context::barrier() {
+    _impl->barrier();
+}
 
 void context::quiesce() {
     detail::core_check_wait(_impl, "am::context::quiesce");
     _impl->quiesce();
 }
-am::stats context::stats() const { return _impl->snapshot(); }
+am::stats context::stats() const {
+    return _impl->snapshot();
+}
 
 void context::abort(std::string_view reason) {
-    const std::string why = "rank " + std::to_string(rank()) + " called abort: " +
-                            std::string(reason);
+    const std::string why =
+        "rank " + std::to_string(rank()) + " called abort: " + std::string(reason);
     _impl->transport().fail_job(why);
     throw error(errc::aborted, "am::context::abort: " + why);
 }

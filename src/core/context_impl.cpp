@@ -11,7 +11,7 @@ namespace am::detail {
 namespace {
 
 class frame_scope {
-public:
+  public:
     frame_scope(const context_impl* c, unsigned lane) noexcept : _saved(t_frame) {
         t_frame = frame_of(c, lane);
     }
@@ -19,12 +19,12 @@ public:
     frame_scope(const frame_scope&) = delete;
     frame_scope& operator=(const frame_scope&) = delete;
 
-private:
+  private:
     std::uintptr_t _saved;
 };
 
 class maybe_lock {
-public:
+  public:
     maybe_lock(std::mutex& m, bool on) : _m(on ? &m : nullptr) {
         if (_m) _m->lock();
     }
@@ -34,18 +34,20 @@ public:
     maybe_lock(const maybe_lock&) = delete;
     maybe_lock& operator=(const maybe_lock&) = delete;
 
-private:
+  private:
     std::mutex* _m;
 };
 
-constexpr unsigned lane_of(bool reply) { return reply ? 1u : 0u; }
+constexpr unsigned lane_of(bool reply) {
+    return reply ? 1u : 0u;
+}
 
 std::string where(const char* call, int rank) {
     return std::string(call) + ": rank " + std::to_string(rank) + ": ";
 }
 
 [[noreturn, gnu::cold, gnu::noinline]] void fail(errc code, const char* call, int rank,
-                                                  const std::string& what) {
+                                                 const std::string& what) {
     throw error(code, where(call, rank) + what);
 }
 
@@ -67,8 +69,9 @@ context_impl::context_impl(transport::transport& tp, const config& cfg)
     if (cfg.progress_thread) start_progress_thread();
 }
 
-context_impl::~context_impl() { stop_progress_thread(); }
-
+context_impl::~context_impl() {
+    stop_progress_thread();
+}
 
 // ---------------------------------------------------------------------------------- sending
 
@@ -95,8 +98,7 @@ void context_impl::validate(const send_desc& d, bool reply) const {
         fail(errc::bad_handler, call, _rank,
              "handler " + std::to_string(d.handler) + " (" + e.name + ") takes " +
                  category_name(e.kind) + " messages with " + std::to_string(e.nargs) +
-                 " arguments, not " + category_name(d.kind) + " with " +
-                 std::to_string(d.nargs));
+                 " arguments, not " + category_name(d.kind) + " with " + std::to_string(d.nargs));
     }
     if (!reply && in_reply_handler()) [[unlikely]] {
         fail(errc::bad_context, call, _rank,
@@ -104,8 +106,8 @@ void context_impl::validate(const send_desc& d, bool reply) const {
     }
     if (d.kind == category::medium && d.len > _max_medium) [[unlikely]] {
         fail(errc::too_large, call, _rank,
-             "medium payload of " + std::to_string(d.len) + " bytes exceeds max_medium() = " +
-                 std::to_string(_max_medium));
+             "medium payload of " + std::to_string(d.len) +
+                 " bytes exceeds max_medium() = " + std::to_string(_max_medium));
     }
     if (d.kind == category::long_am) {
         const std::size_t seg = _own_segment.size();  // every rank's segment has this size
@@ -113,8 +115,7 @@ void context_impl::validate(const send_desc& d, bool reply) const {
             fail(errc::out_of_segment, call, _rank,
                  "long payload [" + std::to_string(d.offset) + ", " +
                      std::to_string(d.offset + d.len) + ") lies outside rank " +
-                     std::to_string(d.dest) + "'s segment of " + std::to_string(seg) +
-                     " bytes");
+                     std::to_string(d.dest) + "'s segment of " + std::to_string(seg) + " bytes");
         }
         if (d.len != 0 && d.payload == nullptr) [[unlikely]] {
             fail(errc::invalid_argument, call, _rank, "null payload pointer");
@@ -266,11 +267,13 @@ void context_impl::send_short(int dest, std::uint32_t handler, const std::uint64
                     _table.signature(handler) == signature_of(category::short_am, N) &&
                     (Lane != 0 || frame != frame_of(this, 1)) &&
                     _slow_path.load(std::memory_order_relaxed) == 0;
-    if (!ok) [[unlikely]] return send_short_slow(dest, Lane, handler, N, args);
+    if (!ok) [[unlikely]]
+        return send_short_slow(dest, Lane, handler, N, args);
     constexpr std::size_t bytes = fixed_bytes(N);
     transport::ring::producer& out = _ring->out(dest, Lane);
     std::byte* p = out.reserve(bytes);
-    if (p == nullptr) [[unlikely]] return send_short_slow(dest, Lane, handler, N, args);
+    if (p == nullptr) [[unlikely]]
+        return send_short_slow(dest, Lane, handler, N, args);
     const std::uint64_t header = _header_base | (std::uint64_t{N} << 24) | handler;
     std::memcpy(p, &header, 8);
     if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
@@ -286,8 +289,8 @@ void context_impl::poll_after_send() {
 template <unsigned N>
 void context_impl::reply_short(token& t, std::uint32_t handler, const std::uint64_t* args) {
     if (!t.is_request() || t._replied) [[unlikely]] {
-        const send_desc d{t.source(), lane::reply, category::short_am, N, handler, args,
-                          nullptr, 0, 0};
+        const send_desc d{t.source(), lane::reply, category::short_am, N, handler, args, nullptr, 0,
+                          0};
         return core_reply(t, d);  // reports the misuse
     }
     send_short<N, 1>(t.source(), handler, args);
@@ -306,9 +309,8 @@ void core_reply_short(token& t, std::uint32_t handler, const std::uint64_t* args
     t._ctx->reply_short<N>(t, handler, args);
 }
 
-#define AM_DETAIL_SHORT_INSTANTIATE(N)                                                        \
-    template void core_request_short<N>(context_impl*, int, std::uint32_t,                  \
-                                        const std::uint64_t*);                              \
+#define AM_DETAIL_SHORT_INSTANTIATE(N)                                                            \
+    template void core_request_short<N>(context_impl*, int, std::uint32_t, const std::uint64_t*); \
     template void core_reply_short<N>(token&, std::uint32_t, const std::uint64_t*);
 AM_DETAIL_SHORT_INSTANTIATE(0)
 AM_DETAIL_SHORT_INSTANTIATE(1)
@@ -329,10 +331,17 @@ AM_DETAIL_SHORT_INSTANTIATE(15)
 AM_DETAIL_SHORT_INSTANTIATE(16)
 #undef AM_DETAIL_SHORT_INSTANTIATE
 
-void context_impl::send_short_slow(int dest, unsigned lane, std::uint32_t handler,
-                                   unsigned nargs, const std::uint64_t* args) {
-    send_desc d{dest,    static_cast<detail::lane>(lane), category::short_am,
-                static_cast<std::uint8_t>(nargs), handler, args, nullptr, 0, 0};
+void context_impl::send_short_slow(int dest, unsigned lane, std::uint32_t handler, unsigned nargs,
+                                   const std::uint64_t* args) {
+    send_desc d{dest,
+                static_cast<detail::lane>(lane),
+                category::short_am,
+                static_cast<std::uint8_t>(nargs),
+                handler,
+                args,
+                nullptr,
+                0,
+                0};
     send(d, lane == lane_of(true));
 }
 
@@ -364,7 +373,8 @@ void context_impl::reject(int source, const char* why) noexcept {
 
 void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_t len) {
     std::uint64_t header;
-    if (len < sizeof header) [[unlikely]] return reject(source, "shorter than a header");
+    if (len < sizeof header) [[unlikely]]
+        return reject(source, "shorter than a header");
     std::memcpy(&header, msg, sizeof header);
     const auto handler = static_cast<std::uint32_t>(header & 0xffff);
     const auto sig = static_cast<std::uint16_t>(header >> 16);
@@ -383,7 +393,8 @@ void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_
     handler_counters& ctr = _table.counters(handler);
     const auto kind = static_cast<category>(sig & 0xff);
     if (kind == category::short_am) [[likely]] {
-        if (len != fixed) [[unlikely]] return reject(source, "short message with a payload");
+        if (len != fixed) [[unlikely]]
+            return reject(source, "short message with a payload");
     } else if (kind == category::medium) {
         if (len < fixed || len - fixed > _max_medium) [[unlikely]] {
             return reject(source, "medium payload over max_medium()");
@@ -392,7 +403,8 @@ void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_
         plen = len - fixed;
         bump(ctr.received_bytes, plen);
     } else {
-        if (len != fixed + long_trailer) [[unlikely]] return reject(source, "bad long length");
+        if (len != fixed + long_trailer) [[unlikely]]
+            return reject(source, "bad long length");
         std::uint64_t trailer[2];
         std::memcpy(trailer, msg + fixed, sizeof trailer);
         if (trailer[0] > _own_segment.size() || trailer[1] > _own_segment.size() - trailer[0])
@@ -412,7 +424,9 @@ void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_
 
 // ------------------------------------------------------------------------------ collectives
 
-void context_impl::idle(unsigned& backoff) { util::backoff(backoff); }
+void context_impl::idle(unsigned& backoff) {
+    util::backoff(backoff);
+}
 
 void context_impl::barrier() {
     if (in_handler()) {
@@ -450,8 +464,8 @@ void context_impl::report_mismatch(std::uint32_t max_count) {
         if (i < _table.count()) {
             const handler_cold& e = _table.cold(i);
             mine.digest = e.digest;
-            const std::string label = e.name + " (" + category_name(e.kind) + ", " +
-                                      std::to_string(e.nargs) + " args)";
+            const std::string label =
+                e.name + " (" + category_name(e.kind) + ", " + std::to_string(e.nargs) + " args)";
             std::snprintf(mine.name, sizeof mine.name, "%s", label.c_str());
         } else {
             std::snprintf(mine.name, sizeof mine.name, "%s", "(nothing)");
@@ -461,8 +475,7 @@ void context_impl::report_mismatch(std::uint32_t max_count) {
             if (all[r].digest == all[0].digest) continue;
             fail(errc::handler_mismatch, "am::context::barrier", _rank,
                  "handler tables differ at entry " + std::to_string(i) + ": rank 0 registered " +
-                     all[0].name + ", rank " + std::to_string(r) + " registered " +
-                     all[r].name);
+                     all[0].name + ", rank " + std::to_string(r) + " registered " + all[r].name);
         }
     }
     fail(errc::handler_mismatch, "am::context::barrier", _rank, "handler tables differ");

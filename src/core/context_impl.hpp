@@ -34,7 +34,7 @@ inline std::uintptr_t frame_of(const void* c, unsigned lane) noexcept {
 }
 
 class context_impl final : public transport::message_sink {
-public:
+  public:
     context_impl(transport::transport& tp, const config& cfg);
     ~context_impl();
     context_impl(const context_impl&) = delete;
@@ -70,7 +70,7 @@ public:
     void start_progress_thread();
     void stop_progress_thread() noexcept;
 
-private:
+  private:
     struct pending_msg {
         std::vector<std::byte> bytes;
     };
@@ -108,7 +108,7 @@ private:
     std::uint32_t _sealed = 0;
 
     std::vector<std::deque<pending_msg>> _pending;  // [dest * lanes + lane]
-    std::atomic<std::size_t> _pending_total{0};  // written under the send lock
+    std::atomic<std::size_t> _pending_total{0};     // written under the send lock
     // Non-zero when a short send must take the general path: messages are queued (their count)
     // or the fast path is off (bit 62). One load on the hot path instead of two.
     std::atomic<std::uint64_t> _slow_path{0};

@@ -76,9 +76,12 @@ std::string readable_name(std::string_view pretty) {
 
 const char* category_name(category c) noexcept {
     switch (c) {
-        case category::short_am: return "short";
-        case category::medium: return "medium";
-        case category::long_am: return "long";
+        case category::short_am:
+            return "short";
+        case category::medium:
+            return "medium";
+        case category::long_am:
+            return "long";
     }
     return "?";
 }

@@ -39,7 +39,7 @@ struct handler_cold {
 };
 
 class handler_table {
-public:
+  public:
     handler_table();
     ~handler_table();
     handler_table(const handler_table&) = delete;
@@ -57,7 +57,7 @@ public:
     /// Digest of the first `n` entries, order-sensitive.
     [[nodiscard]] std::uint64_t digest(std::uint32_t n) const noexcept;
 
-private:
+  private:
     std::unique_ptr<handler_hot[]> _hot;
     std::unique_ptr<std::uint16_t[]> _sig;
     std::unique_ptr<handler_counters[]> _ctr;

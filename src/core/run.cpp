@@ -46,15 +46,16 @@ int run_rank(transport::transport& tp, const config& cfg, const rank_main& fn) {
 
 int run(const config& cfg, const rank_main& fn) {
     try {
-        return transport::launch(cfg, [&](transport::transport& tp) {
-            return run_rank(tp, cfg, fn);
-        });
+        return transport::launch(cfg,
+                                 [&](transport::transport& tp) { return run_rank(tp, cfg, fn); });
     } catch (const std::exception& e) {
         std::fprintf(stderr, "am: %s\n", e.what());
         return 1;
     }
 }
 
-int run(int /*argc*/, char** /*argv*/, const rank_main& fn) { return run(config::from_env(), fn); }
+int run(int /*argc*/, char** /*argv*/, const rank_main& fn) {
+    return run(config::from_env(), fn);
+}
 
 }  // namespace am

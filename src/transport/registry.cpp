@@ -9,8 +9,10 @@ namespace am::transport {
 int launch(const config& cfg, const rank_body& body) {
     if (shm::launched_as_rank()) return shm::run_launched_rank(body);
     switch (cfg.transport) {
-        case transport_kind::threads: return threads::launch(cfg, body);
-        case transport_kind::shm: return shm::launch(cfg, body);
+        case transport_kind::threads:
+            return threads::launch(cfg, body);
+        case transport_kind::shm:
+            return shm::launch(cfg, body);
     }
     return 1;
 }

@@ -17,10 +17,10 @@ inline constexpr unsigned num_lanes = 2;
 
 /// Receives messages from `transport::poll`. `msg` is valid only during the call.
 class message_sink {
-public:
+  public:
     virtual void deliver(int source, unsigned lane, std::byte* msg, std::size_t len) = 0;
 
-protected:
+  protected:
     ~message_sink() = default;
 };
 
@@ -29,7 +29,7 @@ using idle_fn = std::function<void()>;
 
 /// What the core needs from a transport. One object per rank.
 class transport {
-public:
+  public:
     virtual ~transport() = default;
 
     [[nodiscard]] int rank() const noexcept { return _rank; }
@@ -65,10 +65,10 @@ public:
     /// This rank has finished `am::run` normally (a launcher then treats its exit as clean).
     virtual void mark_finished() noexcept = 0;
 
-protected:
+  protected:
     transport(int rank, int size) : _rank(rank), _size(size) {}
 
-private:
+  private:
     int _rank;
     int _size;
 };

@@ -11,7 +11,9 @@
 namespace am::transport::ring {
 namespace {
 
-constexpr std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
+constexpr std::size_t align_up(std::size_t v, std::size_t a) {
+    return (v + a - 1) / a * a;
+}
 constexpr std::size_t page = 4096;
 constexpr std::size_t ring_stride(std::size_t ring_bytes) {
     return sizeof(ring_ctl) + align_up(data_bytes(ring_bytes), 64);
@@ -123,8 +125,7 @@ void ring_transport::barrier(const idle_fn& idle) {
     }
 }
 
-void ring_transport::allgather(const void* in, void* out, std::size_t bytes,
-                               const idle_fn& idle) {
+void ring_transport::allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle) {
     if (bytes > gather_bytes) {
         throw error(errc::invalid_argument, "am: allgather of " + std::to_string(bytes) +
                                                 " bytes exceeds the limit of " +

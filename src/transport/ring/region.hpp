@@ -63,7 +63,7 @@ void initialize(std::byte* base, const region_params& p);
 
 /// Typed access to a region that has been initialised (by this or another process).
 class region {
-public:
+  public:
     explicit region(std::byte* base);
 
     [[nodiscard]] region_header& header() const noexcept { return *_hdr; }
@@ -81,14 +81,14 @@ public:
     }
     [[nodiscard]] std::string reason() const;
 
-private:
+  private:
     std::byte* _base;
     region_header* _hdr;
 };
 
 /// The transport over a region: both threads and shm ranks use it.
 class ring_transport final : public transport {
-public:
+  public:
     ring_transport(std::byte* base, int rank);
 
     std::size_t max_message() const noexcept override { return _max_message; }
@@ -107,14 +107,16 @@ public:
     /// `poll` for a known sink type, so its `deliver` can be inlined into the ring loop.
     template <class Sink>
     std::size_t poll_into(Sink& sink) {
-        if (_region.failed()) [[unlikely]] throw_failed();
+        if (_region.failed()) [[unlikely]]
+            throw_failed();
         // `_in` lists the reply rings first: replies free the peers' request credits and never
         // wait on anything. The scan stays small; only a ring with records pays for draining.
         consumer* in = _in.data();
         const int n = size();
         std::size_t handled = 0;
         for (int i = 0, e = 2 * n; i < e; ++i) {
-            if (in[i].ready()) [[unlikely]] handled += drain_ring(sink, i);
+            if (in[i].ready()) [[unlikely]]
+                handled += drain_ring(sink, i);
         }
         return handled;
     }
@@ -127,7 +129,7 @@ public:
     void fail_job(std::string_view reason) noexcept override { _region.fail(reason); }
     void mark_finished() noexcept override;
 
-private:
+  private:
     template <class Sink>
     [[gnu::noinline]] std::size_t drain_ring(Sink& sink, int i) {
         const int n = size();

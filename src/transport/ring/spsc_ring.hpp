@@ -41,7 +41,7 @@ constexpr std::uint64_t stride_of(std::size_t len) noexcept {
 
 /// The producer's view of one ring, private to the sending rank.
 class producer {
-public:
+  public:
     producer() = default;
     producer(ring_ctl* ctl, std::byte* data, std::size_t capacity) noexcept
         : _ctl(ctl), _data(data), _capacity(capacity) {}
@@ -66,7 +66,7 @@ public:
         _ctl->head.store(_head, std::memory_order_release);
     }
 
-private:
+  private:
     ring_ctl* _ctl = nullptr;
     std::byte* _data = nullptr;
     std::uint64_t _capacity = 0;
@@ -76,7 +76,7 @@ private:
 
 /// The consumer's view of one ring, private to the receiving rank.
 class consumer {
-public:
+  public:
     consumer() = default;
     consumer(ring_ctl* ctl, std::byte* data, std::size_t capacity) noexcept
         : _ctl(ctl), _data(data), _mask(capacity - 1) {}
@@ -103,7 +103,7 @@ public:
         return n;
     }
 
-private:
+  private:
     struct release_guard {
         consumer* c;
         std::uint32_t stride;

@@ -50,7 +50,7 @@ std::string random_name() {
 
 /// The launcher's handle on the shared-memory object.
 class shared_region {
-public:
+  public:
     explicit shared_region(const ring::region_params& p)
         : _name(random_name()), _bytes(ring::layout(p).total) {
         const int fd = shm_open(_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -83,7 +83,7 @@ public:
     [[nodiscard]] std::byte* data() const noexcept { return static_cast<std::byte*>(_base); }
     [[nodiscard]] const std::string& name() const noexcept { return _name; }
 
-private:
+  private:
     std::string _name;
     std::size_t _bytes;
     void* _base = MAP_FAILED;
@@ -91,10 +91,12 @@ private:
 };
 
 std::atomic<int> g_interrupted{0};  // async-signal flag of the launcher process only
-extern "C" void on_signal(int sig) { g_interrupted.store(sig); }
+extern "C" void on_signal(int sig) {
+    g_interrupted.store(sig);
+}
 
 class signal_guard {  // the launcher turns SIGINT/SIGTERM into an orderly job abort
-public:
+  public:
     signal_guard() {
         struct sigaction sa {};
         sa.sa_handler = on_signal;
@@ -109,8 +111,9 @@ public:
     signal_guard(const signal_guard&) = delete;
     signal_guard& operator=(const signal_guard&) = delete;
 
-private:
-    struct sigaction _int {}, _term {};
+  private:
+    struct sigaction _int {
+    }, _term{};
 };
 
 std::string describe_exit(int rank, pid_t pid, int status, bool finished) {
@@ -188,7 +191,9 @@ int run_rank(std::byte* base, int rank, const rank_body& body) {
 
 }  // namespace
 
-bool launched_as_rank() { return std::getenv(env_name) != nullptr; }
+bool launched_as_rank() {
+    return std::getenv(env_name) != nullptr;
+}
 
 int run_launched_rank(const rank_body& body) {
     const char* name = std::getenv(env_name);

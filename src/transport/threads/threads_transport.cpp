@@ -18,7 +18,7 @@ namespace am::transport::threads {
 namespace {
 
 class mapping {
-public:
+  public:
     explicit mapping(std::size_t bytes) : _bytes(bytes) {
         _p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -33,7 +33,7 @@ public:
     mapping& operator=(const mapping&) = delete;
     [[nodiscard]] std::byte* data() const noexcept { return static_cast<std::byte*>(_p); }
 
-private:
+  private:
     void* _p;
     std::size_t _bytes;
 };
