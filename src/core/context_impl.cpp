@@ -82,7 +82,7 @@ void context_impl::validate(const send_desc& d, bool reply) const {
              "destination " + std::to_string(d.dest) + " out of range [0, " +
                  std::to_string(_size) + ")");
     }
-    if (d.handler >= _sealed) [[unlikely]] {
+    if (d.handler >= _sealed.load(std::memory_order_relaxed)) [[unlikely]] {
         if (d.handler < _table.count()) {
             fail(errc::bad_handler, call, _rank,
                  "handler " + std::to_string(d.handler) +
@@ -263,7 +263,7 @@ void context_impl::send_short(int dest, std::uint32_t handler, const std::uint64
     // A reply is only ever sent from a request handler (the token checked that).
     const std::uintptr_t frame = Lane == 0 ? t_frame : 0;
     const bool ok = static_cast<unsigned>(dest) < static_cast<unsigned>(_size) &&
-                    handler < _sealed &&
+                    handler < _sealed.load(std::memory_order_relaxed) &&
                     _table.signature(handler) == signature_of(category::short_am, N) &&
                     (Lane != 0 || frame != frame_of(this, 1)) &&
                     _slow_path.load(std::memory_order_relaxed) == 0;
@@ -442,15 +442,20 @@ void context_impl::check_tables() {
     const std::uint32_t n = _table.count();
     const digest mine{n, _table.digest(n)};
     std::vector<digest> all(static_cast<std::size_t>(_size));
-    _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); });
-    std::uint64_t most = 0;
     bool same = true;
-    for (const digest& d : all) {
-        same = same && d.count == all[0].count && d.hash == all[0].hash;
-        most = d.count > most ? d.count : most;
-    }
+    std::uint64_t most = 0;
+    // Seal before this rank can run handlers again: a peer that has seen the same digests may
+    // already send with the new handlers.
+    auto seal = [&] {
+        for (const digest& d : all) {
+            same = same && d.count == all[0].count && d.hash == all[0].hash;
+            most = d.count > most ? d.count : most;
+        }
+        if (same) _sealed.store(n, std::memory_order_relaxed);
+    };
+    _tp.allgather(
+        &mine, all.data(), sizeof mine, [this] { poll(); }, seal);
     if (!same) report_mismatch(static_cast<std::uint32_t>(most));
-    _sealed = n;
 }
 
 void context_impl::report_mismatch(std::uint32_t max_count) {
@@ -470,7 +475,7 @@ void context_impl::report_mismatch(std::uint32_t max_count) {
         } else {
             std::snprintf(mine.name, sizeof mine.name, "%s", "(nothing)");
         }
-        _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); });
+        _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); }, {});
         for (int r = 1; r < _size; ++r) {
             if (all[r].digest == all[0].digest) continue;
             fail(errc::handler_mismatch, "am::context::barrier", _rank,
@@ -493,7 +498,7 @@ void context_impl::quiesce() {
             if (poll() == 0) util::backoff(backoff);
         }
         const counts mine{total_sent(), total_received(), _pending_total.load()};
-        _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); });
+        _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); }, {});
         counts sum{0, 0, 0};
         for (const counts& c : all) {
             sum.sent += c.sent, sum.received += c.received, sum.pending += c.pending;

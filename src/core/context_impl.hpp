@@ -105,7 +105,7 @@ class context_impl final : public transport::message_sink {
     std::size_t _max_medium;
     std::span<std::byte> _own_segment;
     handler_table _table;
-    std::uint32_t _sealed = 0;
+    std::atomic<std::uint32_t> _sealed{0};  // handlers [0, _sealed) may be sent
 
     std::vector<std::deque<pending_msg>> _pending;  // [dest * lanes + lane]
     std::atomic<std::size_t> _pending_total{0};     // written under the send lock

@@ -125,7 +125,8 @@ void ring_transport::barrier(const idle_fn& idle) {
     }
 }
 
-void ring_transport::allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle) {
+void ring_transport::allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
+                               const idle_fn& gathered) {
     if (bytes > gather_bytes) {
         throw error(errc::invalid_argument, "am: allgather of " + std::to_string(bytes) +
                                                 " bytes exceeds the limit of " +
@@ -137,6 +138,7 @@ void ring_transport::allgather(const void* in, void* out, std::size_t bytes, con
         std::memcpy(static_cast<std::byte*>(out) + static_cast<std::size_t>(r) * bytes,
                     _region.gather_slot(r), bytes);
     }
+    if (gathered) gathered();
     barrier(idle);
 }
 
