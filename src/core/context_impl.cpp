@@ -355,7 +355,13 @@ std::size_t context_impl::poll() {
     }
     if (!_locking) return poll_locked();
     std::unique_lock lock(_poll_mutex, std::try_to_lock);
-    return lock.owns_lock() ? poll_locked() : 0;
+    if (lock.owns_lock()) return poll_locked();
+    // The progress thread is polling: still report a failed job, as every poll does.
+    if (_tp.job_failed()) [[unlikely]] {
+        throw error(errc::aborted,
+                    "rank " + std::to_string(_rank) + ": job aborted: " + _tp.failure_reason());
+    }
+    return 0;
 }
 
 std::size_t context_impl::poll_locked() {

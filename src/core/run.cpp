@@ -55,7 +55,14 @@ int run(const config& cfg, const rank_main& fn) {
 }
 
 int run(int /*argc*/, char** /*argv*/, const rank_main& fn) {
-    return run(config::from_env(), fn);
+    config cfg;
+    try {
+        cfg = config::from_env();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "am: %s\n", e.what());
+        return 1;
+    }
+    return run(cfg, fn);
 }
 
 }  // namespace am

@@ -38,7 +38,7 @@ region_layout layout(const region_params& p) {
 void initialize(std::byte* base, const region_params& p) {
     auto* hdr = reinterpret_cast<region_header*>(base);
     hdr->l = layout(p);
-    std::atomic_thread_fence(std::memory_order_release);
+    // Ranks see this through thread creation, fork or the launcher's later exec: no fence.
     hdr->magic = region_magic;
 }
 
