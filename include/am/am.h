@@ -32,7 +32,11 @@
 #ifdef __cplusplus
 #define AM_NOEXCEPT noexcept
 #define AM_ALIGNAS(n) alignas(n)
+#if __cplusplus >= 201703L
 #define AM_NODISCARD [[nodiscard]]
+#else
+#define AM_NODISCARD
+#endif
 extern "C" {
 #else
 #define AM_NOEXCEPT
@@ -148,8 +152,11 @@ const char* am_status_string(am_status_t status) AM_NOEXCEPT;
 /// Registers `fn` as a short handler taking exactly `nargs` (≤ AM_MAX_ARGS) arguments and
 /// stores its id in `*out`. Collective: every rank registers the same handlers in the same
 /// order, then calls `am_barrier`, which checks the tables match and enables them for
-/// sending. `user` is passed to every call of `fn` (the context does not own it; it must
-/// outlive the job's last message). Not callable from a handler.
+/// sending. `user` is passed to every call of `fn`; the context does not own it. It must stay
+/// valid while a message for this handler may still arrive: messages in flight when the rank
+/// function returns are still handled (during the end-of-job quiescence), so state on the
+/// rank function's stack needs the rank to wait first until it has received everything sent
+/// to it. Not callable from a handler (`AM_ERR_BAD_CONTEXT`).
 AM_NODISCARD am_status_t am_register_short(am_context_t* ctx, am_short_fn fn, unsigned nargs,
                                            void* user, am_handler_t* out) AM_NOEXCEPT;
 
@@ -227,7 +234,8 @@ am_context_t* am_token_context(const am_token_t* token) AM_NOEXCEPT;
 
 /// Runs the handlers of arrived messages and flushes sends queued by handlers; stores the
 /// number of messages handled in `*handled` (when not NULL). Inside a handler it does nothing
-/// (handlers do not nest). `AM_ERR_ABORTED` when another rank has failed.
+/// (handlers do not nest), and with a progress thread it may return at once while that thread
+/// polls. `AM_ERR_ABORTED` once the job is going down (a rank failed or called `am_abort`).
 AM_NODISCARD am_status_t am_poll(am_context_t* ctx, size_t* handled) AM_NOEXCEPT;
 
 /// Completion counter: handlers `am_counter_add`, the rank `am_counter_wait`s for a count.

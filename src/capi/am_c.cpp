@@ -16,6 +16,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <thread>
 
 // The status codes are the C++ error codes, value for value.
@@ -71,20 +72,21 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
     }
 }
 
-// Core messages read "am::context::request: rank 0: ..." or "am: rank 0: job aborted: ...";
-// the C user called, say, am_request_short, so that is the name the message must carry.
+// Core messages read "am::context::request: rank 0: ...", "am: rank 0: ..." or "rank 0: job
+// aborted: ..."; the C user called, say, am_request_short, so that is the name the message
+// must carry, followed by the rank.
 std::string c_message(const char* call, const am_context* c, const std::string& what) {
-    std::string msg;
-    const auto colon = what.find(": ");
-    if (what.rfind("am::", 0) == 0 && colon != std::string::npos) {
-        msg = call + what.substr(colon);
-    } else if (what.rfind("am: ", 0) == 0) {
-        msg = std::string(call) + ": " + what.substr(4);
-    } else if (what.rfind(call, 0) == 0) {
-        msg = what;
-    } else {
-        msg = where(call, c) + what;
+    const std::string rank = "rank " + std::to_string(c->cxx->rank()) + ": ";
+    std::string_view rest = what;
+    if (rest.rfind("am::", 0) == 0 && rest.find(": ") != std::string_view::npos) {
+        rest.remove_prefix(rest.find(": ") + 2);
+    } else if (rest.rfind("am: ", 0) == 0) {
+        rest.remove_prefix(4);
+    } else if (rest.rfind(call, 0) == 0) {
+        return what;  // raised by this file, already in the C form
     }
+    if (rest.rfind(rank, 0) == 0) rest.remove_prefix(rank.size());
+    std::string msg = std::string(call) + ": " + rank + std::string(rest);
     replace_all(msg, " max_medium()", " am_max_medium()");
     replace_all(msg, " barrier()", " am_barrier()");
     return msg;
