@@ -499,9 +499,14 @@ void context_impl::quiesce() {
     std::uint64_t last_sent = ~0ull, last_received = ~0ull;
     std::vector<counts> all(static_cast<std::size_t>(_size));
     for (;;) {
+        // Handle what has arrived and flush what is queued before counting: the allgather
+        // below only polls while it waits, and the last rank to arrive (or a single rank)
+        // does not wait at all.
         unsigned backoff = 0;
-        while (_pending_total != 0) {
-            if (poll() == 0) util::backoff(backoff);
+        for (;;) {
+            const std::size_t handled = poll();
+            if (handled == 0 && _pending_total.load() == 0) break;
+            if (handled == 0) util::backoff(backoff);
         }
         const counts mine{total_sent(), total_received(), _pending_total.load()};
         _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); }, {});
