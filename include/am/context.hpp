@@ -19,6 +19,7 @@
 #include <span>
 #include <string_view>
 #include <type_traits>
+#include <typeinfo>
 
 namespace am {
 
@@ -51,6 +52,9 @@ struct handler_desc {
     void* obj;  ///< owned by the table when `destroy` is set
     void (*destroy)(void*);
     std::string_view name;
+    /// Distinguishes callables whose readable names coincide (two lambdas with the same
+    /// signature in one function): the mangled type name. Null for named functions.
+    const char* id = nullptr;
 };
 
 // The core, implemented in src/core. Not part of the stable API.
@@ -124,7 +128,7 @@ class token {
     /// is queued and sent by later progress.
     template <class... A, class... Args>
     void reply(handler<category::short_am, A...> h, Args&&... args) {
-        std::uint64_t slots[sizeof...(A) + 1];
+        std::uint64_t slots[sizeof...(A) + 1] = {};
         detail::pack_args(slots, detail::type_list<A...>{}, std::forward<Args>(args)...);
         detail::core_reply_short<sizeof...(A)>(*this, h.index, slots);
     }
@@ -132,7 +136,7 @@ class token {
     template <class... A, class... Args>
     void reply(handler<category::medium, A...> h, std::span<const std::byte> payload,
                Args&&... args) {
-        std::uint64_t slots[sizeof...(A) + 1];
+        std::uint64_t slots[sizeof...(A) + 1] = {};
         detail::pack_args(slots, detail::type_list<A...>{}, std::forward<Args>(args)...);
         auto d = detail::make_desc(_source, detail::lane::reply, h, slots);
         d.payload = payload.data(), d.len = payload.size();
@@ -142,7 +146,7 @@ class token {
     template <class... A, class... Args>
     void reply(handler<category::long_am, A...> h, std::span<const std::byte> payload,
                std::size_t offset, Args&&... args) {
-        std::uint64_t slots[sizeof...(A) + 1];
+        std::uint64_t slots[sizeof...(A) + 1] = {};
         detail::pack_args(slots, detail::type_list<A...>{}, std::forward<Args>(args)...);
         auto d = detail::make_desc(_source, detail::lane::reply, h, slots);
         d.payload = payload.data(), d.len = payload.size(), d.offset = offset;
@@ -202,7 +206,8 @@ class context {
                                &detail::invoke_callable<D>,
                                obj,
                                &detail::destroy_callable<D>,
-                               detail::type_name<D>()};
+                               detail::type_name<D>(),
+                               typeid(D).name()};
         return H{detail::core_register(_impl, d)};
     }
 
@@ -211,7 +216,7 @@ class context {
     /// for later progress when there is no room). Makes progress while it waits for room.
     template <class... A, class... Args>
     void request(int dest, am::handler<category::short_am, A...> h, Args&&... args) {
-        std::uint64_t slots[sizeof...(A) + 1];
+        std::uint64_t slots[sizeof...(A) + 1] = {};
         detail::pack_args(slots, detail::type_list<A...>{}, std::forward<Args>(args)...);
         detail::core_request_short<sizeof...(A)>(_impl, dest, h.index, slots);
     }
@@ -219,7 +224,7 @@ class context {
     template <class... A, class... Args>
     void request(int dest, am::handler<category::medium, A...> h,
                  std::span<const std::byte> payload, Args&&... args) {
-        std::uint64_t slots[sizeof...(A) + 1];
+        std::uint64_t slots[sizeof...(A) + 1] = {};
         detail::pack_args(slots, detail::type_list<A...>{}, std::forward<Args>(args)...);
         auto d = detail::make_desc(dest, detail::lane::request, h, slots);
         d.payload = payload.data(), d.len = payload.size();
@@ -231,7 +236,7 @@ class context {
     template <class... A, class... Args>
     void request(int dest, am::handler<category::long_am, A...> h,
                  std::span<const std::byte> payload, std::size_t offset, Args&&... args) {
-        std::uint64_t slots[sizeof...(A) + 1];
+        std::uint64_t slots[sizeof...(A) + 1] = {};
         detail::pack_args(slots, detail::type_list<A...>{}, std::forward<Args>(args)...);
         auto d = detail::make_desc(dest, detail::lane::request, h, slots);
         d.payload = payload.data(), d.len = payload.size(), d.offset = offset;

@@ -163,7 +163,8 @@ void invoke_function(void*, token& t, const std::uint64_t* args, std::byte* payl
                      std::size_t len) {
     using F = decltype(Fn);
     using S = sig_t<F>;
-    call_unpacked<S::kind>(Fn, t, args, payload, len, typename S::args{},
+    F fn = Fn;
+    call_unpacked<S::kind>(fn, t, args, payload, len, typename S::args{},
                            std::make_index_sequence<handle_t<F>::nargs>{});
 }
 

@@ -113,9 +113,9 @@ void context_impl::validate(const send_desc& d, bool reply) const {
         const std::size_t seg = _own_segment.size();  // every rank's segment has this size
         if (d.offset > seg || d.len > seg - d.offset) [[unlikely]] {
             fail(errc::out_of_segment, call, _rank,
-                 "long payload [" + std::to_string(d.offset) + ", " +
-                     std::to_string(d.offset + d.len) + ") lies outside rank " +
-                     std::to_string(d.dest) + "'s segment of " + std::to_string(seg) + " bytes");
+                 "long payload of " + std::to_string(d.len) + " bytes at offset " +
+                     std::to_string(d.offset) + " lies outside rank " + std::to_string(d.dest) +
+                     "'s segment of " + std::to_string(seg) + " bytes");
         }
         if (d.len != 0 && d.payload == nullptr) [[unlikely]] {
             fail(errc::invalid_argument, call, _rank, "null payload pointer");
@@ -475,8 +475,9 @@ void context_impl::report_mismatch(std::uint32_t max_count) {
         if (i < _table.count()) {
             const handler_cold& e = _table.cold(i);
             mine.digest = e.digest;
-            const std::string label =
+            std::string label =
                 e.name + " (" + category_name(e.kind) + ", " + std::to_string(e.nargs) + " args)";
+            if (!e.id.empty()) label += " [type " + e.id + "]";
             std::snprintf(mine.name, sizeof mine.name, "%s", label.c_str());
         } else {
             std::snprintf(mine.name, sizeof mine.name, "%s", "(nothing)");

@@ -39,7 +39,8 @@ std::uint32_t handler_table::add(const handler_desc& d, int rank) {
     e.nargs = d.nargs;
     e.destroy = d.destroy;
     e.name = readable_name(d.name);
-    e.digest = fnv1a(e.name, fnv1a(std::to_string(e.nargs) + category_name(e.kind)));
+    e.id = d.id != nullptr ? d.id : "";
+    e.digest = fnv1a(e.name + '|' + e.id, fnv1a(std::to_string(e.nargs) + category_name(e.kind)));
     _hot[i] = handler_hot{d.fn, d.obj};
     _sig[i] = signature_of(d.kind, d.nargs);
     _count.store(i + 1, std::memory_order_release);

@@ -35,7 +35,8 @@ struct handler_cold {
     std::uint8_t nargs = 0;
     void (*destroy)(void*) = nullptr;
     std::string name;
-    std::uint64_t digest = 0;  // of name, kind and nargs: compared across ranks
+    std::string id;            // mangled type of a callable (tells same-named lambdas apart)
+    std::uint64_t digest = 0;  // of name, id, kind and nargs: compared across ranks
 };
 
 class handler_table {
