@@ -496,7 +496,7 @@ static int scenario_long_outside_segment(rank_state* s) {
         REQUIRE_OK(s,
                    am_request_long(s->ctx, s->right, s->sink_long, s->big, 16, seg - 16, NULL, 0));
     }
-    snprintf(range, sizeof range, "[%zu, %zu)", seg - 10, seg + 1);
+    snprintf(range, sizeof range, "11 bytes at offset %zu", seg - 10);
     EXPECT_ERR(s, "am_request_long",
                am_request_long(s->ctx, s->right, s->sink_long, s->big, 11, seg - 10, NULL, 0),
                AM_ERR_OUT_OF_SEGMENT, range, limit);

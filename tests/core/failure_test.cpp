@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// Job failure on either transport: a rank that throws, a handler that throws, or
+// context::abort brings every rank down promptly with an error naming the cause, and am::run
+// returns non-zero.
+#include "support/spmd.hpp"
+
+namespace {
+
+using am_test::spmd_test;
+using clock_type = std::chrono::steady_clock;
+
+class failure : public spmd_test {};
+
+struct board {
+    std::atomic<int> saw_abort{0};  // ranks that got errc::aborted naming the cause
+    std::atomic<int> wrong{0};      // ranks that got something else
+    am_test::fixed_string<512> sample;
+};
+
+// Waits for a message that never comes; records what the wait threw, then rethrows.
+void wait_for_abort(am::context& ctx, board& b, const std::vector<std::string>& parts) {
+    am::counter never(ctx);
+    try {
+        never.wait(1);
+    } catch (const am::error& e) {
+        bool ok = e.code() == am::errc::aborted;
+        for (const std::string& p : parts) ok = ok && am_test::contains(e.what(), p);
+        ++(ok ? b.saw_abort : b.wrong);
+        if (!ok) b.sample.set(e.what());
+        throw;
+    }
+    ++b.wrong;
+    b.sample.set("rank " + std::to_string(ctx.rank()) + ": the wait returned");
+}
+
+TEST_P(failure, rank_throws_fails_job) {
+    am_test::shared<board> b;
+    const auto t0 = clock_type::now();
+    ::testing::internal::CaptureStderr();
+    const int rc = run([&](am::context& ctx) {
+        const int last = ctx.size() - 1;
+        ctx.barrier();
+        if (ctx.rank() == last) throw std::runtime_error("deliberate failure");
+        wait_for_abort(ctx, *b, {"rank " + std::to_string(last), "deliberate failure"});
+    });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    const auto elapsed = clock_type::now() - t0;
+    EXPECT_NE(rc, 0);
+    EXPECT_LT(elapsed, std::chrono::seconds(5));
+    EXPECT_EQ(b->saw_abort.load(), ranks() - 1) << b->sample.str();
+    EXPECT_EQ(b->wrong.load(), 0) << b->sample.str();
+    EXPECT_TRUE(am_test::contains(err, "deliberate failure")) << err;
+}
+
+TEST_P(failure, handler_throws_fails_job) {
+    am_test::shared<board> b;
+    const auto t0 = clock_type::now();
+    ::testing::internal::CaptureStderr();
+    const int rc = run([&](am::context& ctx) {
+        const int last = ctx.size() - 1;
+        auto bomb = ctx.handler([](am::token&) { throw std::runtime_error("handler exploded"); });
+        ctx.barrier();
+        if (ctx.rank() == 0) ctx.request(last, bomb);
+        wait_for_abort(ctx, *b, {"handler exploded"});
+    });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(rc, 0);
+    EXPECT_LT(clock_type::now() - t0, std::chrono::seconds(5));
+    // The rank running the handler sees the handler's exception itself, the others an abort.
+    EXPECT_EQ(b->saw_abort.load(), ranks() - 1) << b->sample.str();
+    EXPECT_TRUE(am_test::contains(err, "handler exploded")) << err;
+}
+
+TEST_P(failure, abort_names_rank_and_reason) {
+    am_test::shared<board> b;
+    const auto t0 = clock_type::now();
+    ::testing::internal::CaptureStderr();
+    const int rc = run([&](am::context& ctx) {
+        ctx.barrier();
+        if (ctx.rank() == 0) {
+            try {
+                ctx.abort("enough is enough");
+            } catch (const am::error& e) {
+                const bool ok = e.code() == am::errc::aborted &&
+                                am_test::contains(e.what(), "am::context::abort") &&
+                                am_test::contains(e.what(), "enough is enough");
+                if (!ok) b->sample.set(e.what());
+                ++(ok ? b->saw_abort : b->wrong);
+                throw;
+            }
+        }
+        wait_for_abort(ctx, *b, {"rank 0 called abort: enough is enough"});
+    });
+    (void)::testing::internal::GetCapturedStderr();
+    EXPECT_NE(rc, 0);
+    EXPECT_LT(clock_type::now() - t0, std::chrono::seconds(5));
+    EXPECT_EQ(b->saw_abort.load(), ranks()) << b->sample.str();
+    EXPECT_EQ(b->wrong.load(), 0) << b->sample.str();
+}
+
+AM_INSTANTIATE(failure, am_test::all_params());
+
+}  // namespace

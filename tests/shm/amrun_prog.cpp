@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// A program launched through amrun by the tests: `amrun_prog ok` exchanges checked medium and
+// long messages all-to-all and exits 0; `amrun_prog kill` has rank 2 kill itself after a
+// barrier while the others wait, so the job must fail.
+#include <am/am.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
+    std::vector<std::byte> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 131 + seed * 7) >> 1);
+    return v;
+}
+
+unsigned seed_of(int src, int dst) {
+    return static_cast<unsigned>(src * 1000 + dst);
+}
+
+void all_to_all(am::context& ctx) {
+    const int n = ctx.size(), me = ctx.rank();
+    constexpr std::size_t len = 3000;
+    am::counter got(ctx);
+    int bad = 0;
+    auto check = [&](int src, std::span<const std::byte> p) {
+        const auto want = pattern(len, seed_of(src, me));
+        if (!std::ranges::equal(p, want)) ++bad;
+        got.add();
+    };
+    auto medium =
+        ctx.handler([&](am::token& t, std::span<const std::byte> p) { check(t.source(), p); });
+    auto put = ctx.handler([&](am::token& t, std::span<std::byte> p, std::uint64_t off) {
+        if (p.data() != ctx.segment().data() + off) ++bad;
+        check(t.source(), p);
+    });
+    ctx.barrier();
+    for (int d = 0; d < n; ++d) {
+        const auto buf = pattern(len, seed_of(me, d));
+        ctx.request(d, medium, am::bytes(buf));
+        const std::size_t off = static_cast<std::size_t>(me) * len;
+        ctx.request(d, put, am::bytes(buf), off, std::uint64_t{off});
+    }
+    got.wait(2 * static_cast<std::uint64_t>(n));
+    ctx.barrier();
+    if (bad != 0) {
+        throw std::runtime_error("rank " + std::to_string(me) + ": " + std::to_string(bad) +
+                                 " messages with wrong content");
+    }
+    std::printf("amrun_prog: rank %d of %d ok\n", me, n);
+}
+
+void kill_rank_two(am::context& ctx) {
+    ctx.barrier();
+    if (ctx.rank() == 2) std::raise(SIGKILL);
+    am::counter never(ctx);
+    never.wait(1);  // throws am::error(aborted) once the launcher marks the job failed
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode != "ok" && mode != "kill") {
+        std::fprintf(stderr, "usage: amrun_prog ok|kill\n");
+        return 2;
+    }
+    return am::run(argc, argv, mode == "ok" ? all_to_all : kill_rank_two);
+}
