@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+// am_flood: one-way message rate from rank 0 to rank 1, then the MPI baseline (windowed
+// MPI_Isend flood) on the same sizes in the same run.
+//
+//   am_flood [--json] [--transport shm|threads] [--ranks 2] [--reps 7] ...   (see --help)
+//
+// Per repetition rank 0 sends N messages back to back (short with one 8-byte argument for
+// op "short", a medium payload of `bytes` with no argument for op "medium"); rank 1 counts
+// them in the handler and replies to the N-th with a short acknowledgement. The handler does
+// not read the payload unless --touch (op "medium_read": it reads every byte). The time runs
+// from the first send until rank 0 has handled that acknowledgement. No window: the ring's
+// flow control alone paces the sender.
+#include "common/am_harness.hpp"
+#include "common/baseline.hpp"
+#include "common/options.hpp"
+#include "common/report.hpp"
+#include "common/sys.hpp"
+
+#include <am/am.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <vector>
+
+namespace am::bench {
+namespace {
+
+constexpr const char* bench_name = "am_flood";
+constexpr std::size_t default_max_bytes = 64 << 10;
+
+/// Rank-local state and the handlers of one rank.
+struct flood {
+    std::uint64_t received = 0;         // messages handled (rank 1)
+    std::uint64_t acks = 0;             // acknowledgements handled (rank 0)
+    std::vector<std::uint64_t> ack_at;  // rank 1: acknowledge when `received` hits these
+    std::size_t next_ack = 0;
+    std::vector<std::byte> buf;
+    bool touch = false;
+    std::uint64_t checksum = 0;  // what --touch read (kept so the reads are not optimised out)
+
+    am::handler<am::category::short_am, std::uint64_t> msg_short;
+    am::handler<am::category::medium> msg_medium;
+
+    explicit flood(am::context& ctx) {
+        auto ack = ctx.handler([this](am::token&) { ++acks; });
+        msg_short = ctx.handler([this, ack](am::token& t, std::uint64_t) { arrived(t, ack); });
+        msg_medium = ctx.handler([this, ack](am::token& t, std::span<const std::byte> p) {
+            if (touch) consume(p);
+            arrived(t, ack);
+        });
+        ctx.barrier();
+    }
+
+    /// Reads the whole payload, as a handler that uses the data would.
+    void consume(std::span<const std::byte> p) {
+        std::uint64_t sum = 0;
+        std::size_t i = 0;
+        for (; i + 8 <= p.size(); i += 8) {
+            std::uint64_t w;
+            std::memcpy(&w, p.data() + i, 8);
+            sum += w;
+        }
+        for (; i < p.size(); ++i) sum += static_cast<std::uint64_t>(p[i]);
+        checksum += sum;
+    }
+
+    void arrived(am::token& t, am::handler<am::category::short_am> ack) {
+        ++received;
+        if (next_ack < ack_at.size() && received == ack_at[next_ack]) {
+            ++next_ack;
+            t.reply(ack);
+        }
+    }
+};
+
+/// One point: warm-up burst, then `reps` timed bursts of `n` messages.
+template <class Send>
+void point(am::context& ctx, const rank_env& env, flood& f, const char* op, std::size_t bytes,
+           Send send) {
+    const options& o = env.opts();
+    const std::uint64_t n = iters_for(o, flood_plan, bytes);
+    const std::uint64_t warm = warmup_for(o, n);
+    // Rank 1 (or rank 0 alone) acknowledges the last message of every burst.
+    if (ctx.rank() == (ctx.size() > 1 ? 1 : 0)) {
+        f.ack_at.clear();
+        f.next_ack = 0;
+        std::uint64_t at = f.received + warm;
+        f.ack_at.push_back(at);
+        for (int r = 0; r < o.reps; ++r) f.ack_at.push_back(at += n);
+    }
+    ctx.barrier();  // ack_at is in place before the first message
+    if (ctx.rank() == 0) {
+        auto burst = [&](std::uint64_t count) {
+            const std::uint64_t want = f.acks + 1;
+            for (std::uint64_t i = 0; i < count; ++i) send(i);
+            env.wait(ctx, [&] { return f.acks >= want; });
+        };
+        burst(warm);
+        std::vector<double> v;
+        for (int r = 0; r < o.reps; ++r) {
+            const auto t0 = bench_clock::now();
+            burst(n);
+            v.push_back(static_cast<double>(n) / seconds_since(t0) / 1e6);
+        }
+        env.report(ctx, bench_name, op, bytes, "rate_Mmsgps", v);
+    } else if (ctx.rank() == 1) {
+        env.wait(ctx, [&] { return f.next_ack == f.ack_at.size(); });
+    }
+    ctx.barrier();
+}
+
+void rank_main(am::context& ctx, rank_env& env) {
+    flood f(ctx);
+    const options& o = env.opts();
+    f.touch = o.touch;
+    const int peer = ctx.size() > 1 ? 1 : 0;
+    const std::size_t max_bytes =
+        std::min<std::size_t>(ctx.max_medium(), std::max(default_max_bytes, o.max_bytes));
+    f.buf.assign(max_bytes, std::byte{0x5a});
+    if (o.wants("short") && sizes_for(o, 8, 8).size() == 1) {
+        point(ctx, env, f, "short", 8, [&](std::uint64_t i) { ctx.request(peer, f.msg_short, i); });
+    }
+    if (o.wants("medium")) {
+        for (std::size_t s : sizes_for(o, 8, max_bytes)) {
+            const auto payload = std::span<const std::byte>(f.buf.data(), s);
+            point(ctx, env, f, o.touch ? "medium_read" : "medium", s,
+                  [&](std::uint64_t) { ctx.request(peer, f.msg_medium, payload); });
+        }
+    }
+}
+
+/// False when the baseline was wanted but could not be run.
+bool compare_with_mpi(const options& o, reporter& rep) {
+    std::vector<std::size_t> sizes;
+    for (const result& r : rep.results()) {
+        if (std::string_view(r.system) != "am") continue;
+        if (std::find(sizes.begin(), sizes.end(), r.bytes) == sizes.end()) {
+            sizes.push_back(r.bytes);
+        }
+    }
+    std::sort(sizes.begin(), sizes.end());
+    if (!o.baseline) {
+        std::fprintf(stderr, "am_flood: MPI baseline skipped (--no-baseline)\n");
+        return true;
+    }
+    if (sizes.empty()) return true;
+    std::vector<std::string> args = forwarded_options(o);
+    args.insert(args.end(), {"--bench", bench_name, "--sizes", join_sizes(sizes)});
+    if (!run_mpi_baseline(o, "flood", args, rep)) return false;
+    for (const char* op : {"short", "medium", "medium_read"}) {
+        rep.add_ratios("am", op, "mpi", "isend_window", "rate_Mmsgps", "rate_ratio");
+    }
+    return true;
+}
+
+}  // namespace
+}  // namespace am::bench
+
+int main(int argc, char** argv) {
+    using namespace am::bench;
+    options o = parse_options(argc, argv,
+                              "One-way message rate of short and medium active messages "
+                              "(8 B - 64 KiB), and the MPI windowed-Isend baseline.");
+    o.bench = bench_name;
+    bool baseline_ok = true;
+    const int status =
+        run_rounds(o, o.json ? output::json : output::table, [&](reporter& rep, bool& reporting) {
+            const int st = run_am_job(o, {}, rank_main, rep, reporting);
+            if (reporting && st == 0) {
+                baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
+            }
+            return st;
+        });
+    return status != 0 ? status : baseline_ok ? 0 : no_baseline_status;
+}

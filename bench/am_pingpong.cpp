@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+// am_pingpong: one-way latency (half a round trip) between ranks 0 and 1 for short, medium and
+// long active messages; long-message streaming bandwidth beside single-core memcpy; then the
+// MPI baseline (MPI_Send/MPI_Recv ping-pong, windowed MPI_Isend bandwidth) in the same run.
+//
+//   am_pingpong [--json] [--transport shm|threads] [--ranks 2] [--reps 7] ...   (see --help)
+//   am_pingpong --demo          am vs MPI, 8-byte one-way latency, for the README
+//
+// Every ping is answered by a pong of the same category and size: short ping (one 8-byte
+// argument) → short pong; medium ping → medium pong echoing the payload; long ping (written
+// at offset 0 of rank 1's segment) → long pong echoing it to offset 0 of rank 0's segment.
+// So each direction carries `bytes`, as in the MPI ping-pong.
+#include "common/am_harness.hpp"
+#include "common/baseline.hpp"
+#include "common/options.hpp"
+#include "common/report.hpp"
+#include "common/sys.hpp"
+
+#include <am/am.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace am::bench {
+namespace {
+
+constexpr const char* bench_name = "am_pingpong";
+constexpr std::size_t default_max_long = std::size_t{4} << 20;
+
+/// Rank-local state and the handlers of one rank.
+struct pingpong {
+    std::uint64_t pings = 0;      // requests handled (rank 1)
+    std::uint64_t pongs = 0;      // replies handled (rank 0)
+    page_buffer buf;              // payloads (aligned like the memcpy reference's buffers)
+    std::size_t pong_offset = 0;  // where long pongs land (apart from the ping when alone)
+
+    am::handler<am::category::short_am, std::uint64_t> ping_short;
+    am::handler<am::category::medium> ping_medium;
+    am::handler<am::category::long_am> ping_long;
+    am::handler<am::category::long_am, std::uint64_t> stream_long;
+
+    explicit pingpong(am::context& ctx) {
+        auto pong_s = ctx.handler([this](am::token&, std::uint64_t) { ++pongs; });
+        ping_short = ctx.handler([this, pong_s](am::token& t, std::uint64_t x) {
+            ++pings;
+            t.reply(pong_s, x);
+        });
+        auto pong_m = ctx.handler([this](am::token&, std::span<const std::byte>) { ++pongs; });
+        ping_medium = ctx.handler([this, pong_m](am::token& t, std::span<const std::byte> p) {
+            ++pings;
+            t.reply(pong_m, p);
+        });
+        auto pong_l = ctx.handler([this](am::token&, std::span<std::byte>) { ++pongs; });
+        ping_long = ctx.handler([this, pong_l](am::token& t, std::span<std::byte> p) {
+            ++pings;
+            t.reply(pong_l, p, pong_offset);
+        });
+        // Streamed long messages: the last one of a burst is acknowledged.
+        auto ack = ctx.handler([this](am::token&) { ++pongs; });
+        stream_long =
+            ctx.handler([this, ack](am::token& t, std::span<std::byte>, std::uint64_t last) {
+                ++pings;
+                if (last != 0) t.reply(ack);
+            });
+        ctx.barrier();
+    }
+};
+
+/// Rank 0: `iters` round trips per repetition after a warm-up; one-way µs per repetition.
+template <class Send>
+std::vector<double> time_pingpong(am::context& ctx, const rank_env& env, pingpong& pp,
+                                  std::uint64_t iters, std::uint64_t warm, Send send) {
+    auto rounds = [&](std::uint64_t n) {
+        for (std::uint64_t i = 0; i < n; ++i) {
+            const std::uint64_t want = pp.pongs + 1;
+            send(i);
+            env.wait(ctx, [&] { return pp.pongs >= want; });
+        }
+    };
+    rounds(warm);
+    std::vector<double> v;
+    for (int r = 0; r < env.opts().reps; ++r) {
+        const auto t0 = bench_clock::now();
+        rounds(iters);
+        v.push_back(seconds_since(t0) * 1e6 / static_cast<double>(iters) / 2);
+    }
+    return v;
+}
+
+/// Runs one ping-pong point on ranks 0 and 1 (rank 0 alone: it pings itself).
+template <class Send>
+void point(am::context& ctx, const rank_env& env, pingpong& pp, const char* op, std::size_t bytes,
+           Send send) {
+    const std::uint64_t iters = iters_for(env.opts(), latency_plan, bytes);
+    const std::uint64_t warm = warmup_for(env.opts(), iters);
+    if (ctx.rank() == 0) {
+        const auto v = time_pingpong(ctx, env, pp, iters, warm, send);
+        env.report(ctx, bench_name, op, bytes, "latency_us", v);
+        if (std::string_view(op) == "long" && bytes >= bandwidth_min_bytes) {
+            std::vector<double> bw;
+            for (double us : v) bw.push_back(static_cast<double>(bytes) / us / 1e3);
+            env.report(ctx, bench_name, op, bytes, "pingpong_GBps", bw);
+        }
+    } else if (ctx.rank() == 1) {
+        const std::uint64_t target = pp.pings + warm + iters * env.opts().reps;
+        env.wait(ctx, [&] { return pp.pings >= target; });
+    }
+    ctx.barrier();
+}
+
+/// Long-message bandwidth: rank 0 streams long messages to offset 0 of rank 1's segment, the
+/// last of each repetition acknowledged; beside it, memcpy of the same size on the same core.
+void stream_point(am::context& ctx, const rank_env& env, pingpong& pp, std::size_t bytes) {
+    const int peer = ctx.size() > 1 ? 1 : 0;
+    const std::uint64_t n = iters_for(env.opts(), bandwidth_plan, bytes);
+    const std::uint64_t warm = warmup_for(env.opts(), n);
+    const auto payload = std::span<const std::byte>(pp.buf.data(), bytes);
+    auto burst = [&](std::uint64_t count) {
+        const std::uint64_t want = pp.pongs + 1;
+        for (std::uint64_t i = 0; i < count; ++i) {
+            ctx.request(peer, pp.stream_long, payload, std::size_t{0}, i + 1 == count ? 1 : 0);
+        }
+        env.wait(ctx, [&] { return pp.pongs >= want; });
+    };
+    if (ctx.rank() == 0) {
+        env.report(ctx, bench_name, "memcpy", bytes, "bandwidth_GBps",
+                   memcpy_bandwidth(env.opts(), bytes), "memcpy");
+        burst(warm);
+        std::vector<double> v;
+        for (int r = 0; r < env.opts().reps; ++r) {
+            const auto t0 = bench_clock::now();
+            burst(n);
+            v.push_back(static_cast<double>(bytes * n) / seconds_since(t0) / 1e9);
+        }
+        env.report(ctx, bench_name, "long", bytes, "bandwidth_GBps", v);
+    } else if (ctx.rank() == 1) {
+        const std::uint64_t target = pp.pings + warm + n * env.opts().reps;
+        env.wait(ctx, [&] { return pp.pings >= target; });
+    }
+    ctx.barrier();
+}
+
+struct size_plan {
+    std::vector<std::size_t> medium, long_lat, long_bw;
+};
+
+size_plan plan_sizes(const options& o, std::size_t max_medium) {
+    size_plan p;
+    const std::size_t max_long = std::max(default_max_long, o.max_bytes);
+    if (o.wants("medium")) p.medium = sizes_for(o, 8, max_medium);
+    if (o.wants("long")) {
+        p.long_lat = sizes_for(o, 8, max_long);
+        for (std::size_t s : p.long_lat) {
+            if (s >= bandwidth_min_bytes) p.long_bw.push_back(s);
+        }
+    }
+    return p;
+}
+
+void rank_main(am::context& ctx, rank_env& env) {
+    pingpong pp(ctx);
+    const options& o = env.opts();
+    const int peer = ctx.size() > 1 ? 1 : 0;
+    const size_plan plan = plan_sizes(o, ctx.max_medium());
+    std::size_t biggest = std::max<std::size_t>(8, ctx.max_medium());
+    for (std::size_t s : plan.long_lat) biggest = std::max(biggest, s);
+    pp.buf.reset(biggest);
+    if (ctx.size() == 1) pp.pong_offset = biggest;  // one segment holds both ping and pong
+
+    if (o.wants("short")) {
+        point(ctx, env, pp, "short", 8,
+              [&](std::uint64_t i) { ctx.request(peer, pp.ping_short, i); });
+    }
+    for (std::size_t s : plan.medium) {
+        const auto payload = std::span<const std::byte>(pp.buf.data(), s);
+        point(ctx, env, pp, "medium", s,
+              [&](std::uint64_t) { ctx.request(peer, pp.ping_medium, payload); });
+    }
+    for (std::size_t s : plan.long_lat) {
+        const auto payload = std::span<const std::byte>(pp.buf.data(), s);
+        point(ctx, env, pp, "long", s,
+              [&](std::uint64_t) { ctx.request(peer, pp.ping_long, payload, std::size_t{0}); });
+    }
+    for (std::size_t s : plan.long_bw) stream_point(ctx, env, pp, s);
+}
+
+/// The MPI side of the same sizes, then the am/MPI and am/memcpy ratios.
+/// False when the baseline was wanted but could not be run.
+bool compare_with_mpi(const options& o, reporter& rep) {
+    std::vector<std::size_t> lat, bw;
+    for (const result& r : rep.results()) {
+        const std::string_view metric = r.metric;
+        auto add = [](std::vector<std::size_t>& v, std::size_t s) {
+            if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+        };
+        if (std::string_view(r.system) != "am") continue;
+        if (metric == "latency_us") add(lat, r.bytes);
+        if (metric == "bandwidth_GBps") add(bw, r.bytes);
+    }
+    std::sort(lat.begin(), lat.end());
+    std::sort(bw.begin(), bw.end());
+    rep.add_ratios("am", "long", "memcpy", "memcpy", "bandwidth_GBps", "bandwidth_ratio");
+    if (!o.baseline) {
+        std::fprintf(stderr, "am_pingpong: MPI baseline skipped (--no-baseline)\n");
+        return true;
+    }
+    if (lat.empty()) return true;
+    std::vector<std::string> args = forwarded_options(o);
+    args.insert(args.end(), {"--bench", bench_name, "--sizes", join_sizes(lat)});
+    if (!bw.empty()) args.insert(args.end(), {"--bw-sizes", join_sizes(bw)});
+    if (!run_mpi_baseline(o, "pingpong", args, rep)) return false;
+    for (const char* op : {"short", "medium", "long"}) {
+        rep.add_ratios("am", op, "mpi", "send_recv", "latency_us", "latency_ratio");
+    }
+    rep.add_ratios("am", "long", "mpi", "isend_window", "bandwidth_GBps", "bandwidth_ratio");
+    return true;
+}
+
+const result* find_in(const std::vector<result>& v, std::string_view system,
+                      std::string_view transport, std::string_view op, std::string_view metric) {
+    for (const result& r : v) {
+        if (system == r.system && (transport.empty() || transport == r.transport) && op == r.op &&
+            r.bytes == 8 && metric == r.metric) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
+
+void print_demo(const std::vector<std::vector<result>>& rounds) {
+    std::printf(
+        "One-way latency of an 8-byte message between 2 processes pinned to cores 0 and 1\n"
+        "(half a round trip in microseconds; median of %d repetitions per run)\n\n",
+        rounds[0].empty() ? 0 : rounds[0][0].reps);
+    std::printf(
+        "  run   am (shm, short AM)   MPI (Send/Recv)   am/MPI   cache-line hop (am / MPI run)\n");
+    std::vector<double> ratios;
+    bool moved = false;
+    int k = 0;
+    for (const std::vector<result>& v : rounds) {
+        const result* a = find_in(v, "am", "", "short", "latency_us");
+        const result* m = find_in(v, "mpi", "", "send_recv", "latency_us");
+        const result* ha = find_in(v, "cacheline", "shm", "hop", "latency_us");
+        const result* hm = find_in(v, "cacheline", "mpi", "hop", "latency_us");
+        std::printf("  %3d   %18.3f   ", ++k, a ? a->median : 0.0);
+        if (a && m) {
+            ratios.push_back(a->median / m->median);
+            std::printf("%15.3f   %6.2f", m->median, ratios.back());
+        } else {
+            std::printf("%15s   %6s", "n/a", "n/a");
+        }
+        std::printf("   %.3f / %s", ha ? ha->median : 0.0, hm ? "" : "n/a");
+        if (hm) std::printf("%.3f", hm->median);
+        // A VM's vCPUs can move between host cores closer or farther apart mid-run.
+        const bool differ =
+            ha && hm && (ha->median > 1.5 * hm->median || hm->median > 1.5 * ha->median);
+        std::printf("%s\n", differ ? "  *" : "");
+        moved = moved || differ;
+    }
+    if (moved) {
+        std::printf(
+            "  * the cores were not equally far apart in the am and MPI runs (a VM's vCPUs\n"
+            "    moved between host cores); compare within rows whose hops agree\n");
+    }
+    if (!ratios.empty()) {
+        std::printf("\n  am/MPI, median over the runs: %.2f   (goal: <= 0.5)\n",
+                    summarize(ratios).median);
+    } else {
+        std::printf("\n  MPI baseline not available: see the message above\n");
+    }
+}
+
+}  // namespace
+}  // namespace am::bench
+
+int main(int argc, char** argv) {
+    using namespace am::bench;
+    options o = parse_options(argc, argv,
+                              "One-way latency of short/medium/long active messages, long-message "
+                              "bandwidth vs memcpy, and the MPI baseline in the same run.");
+    o.bench = bench_name;
+    if (o.demo) {
+        o.transport = "shm";
+        o.ranks = 2;
+        o.ops = {"short"};
+        o.sizes = {8};
+        if (o.iters == 0) o.iters = 20000;
+        if (o.rounds == 0) o.rounds = 5;
+    }
+    std::size_t segment = std::max(default_max_long, o.max_bytes);
+    for (std::size_t s : o.sizes) segment = std::max(segment, s);
+    segment *= 2;  // a rank alone gets its ping and its pong side by side
+    const output mode = o.demo ? output::quiet : o.json ? output::json : output::table;
+    std::vector<std::vector<result>> rounds;
+    bool baseline_ok = true;
+    const int status = run_rounds(
+        o, mode,
+        [&](reporter& rep, bool& reporting) {
+            const int st = run_am_job(o, {segment, true}, rank_main, rep, reporting);
+            if (reporting && st == 0) baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
+            return st;
+        },
+        &rounds);
+    if (status == 0 && o.demo && !rounds.empty()) print_demo(rounds);
+    return status != 0 ? status : baseline_ok ? 0 : no_baseline_status;
+}

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// Runs the MPI baseline (bench/mpi_baseline.cpp) as a child job in the same invocation:
+/// `mpirun -n 2 --bind-to core <mpi_baseline> <mode> <options>`, forwarding its JSON lines.
+#pragma once
+
+#include "options.hpp"
+#include "report.hpp"
+
+#include <string>
+#include <vector>
+
+namespace am::bench {
+
+/// Exit status of an am benchmark whose own figures are fine but whose MPI baseline, wanted
+/// (no --no-baseline), could not be run: the comparison the program exists for is missing.
+inline constexpr int no_baseline_status = 3;
+
+/// Launches the baseline with 2 MPI ranks (bound to cores 0 and 1, like the pinned am ranks)
+/// and adds every result line it prints to `rep`. Returns false, after saying why on stderr,
+/// when the baseline was not built, mpirun is missing, or the job failed.
+bool run_mpi_baseline(const options& o, const std::string& mode,
+                      const std::vector<std::string>& args, reporter& rep);
+
+/// The options a baseline child needs to measure what the am run measured.
+std::vector<std::string> forwarded_options(const options& o);
+
+}  // namespace am::bench

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// The one option parser of every benchmark in bench/ (am programs and the MPI baseline).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace am::bench {
+
+/// Work per repetition, shared by the am programs and the MPI baseline so both measure the
+/// same thing: `base` iterations up to `knee` bytes, scaled by knee/bytes above, at least `floor`.
+struct work_plan {
+    std::uint64_t base;
+    std::size_t knee;
+    std::uint64_t floor;
+};
+inline constexpr work_plan latency_plan{10000, 8192, 20};     ///< ping-pong round trips
+inline constexpr work_plan bandwidth_plan{20000, 8192, 20};   ///< streamed large messages
+inline constexpr work_plan flood_plan{200000, 1024, 200};     ///< streamed small messages
+inline constexpr std::size_t bandwidth_min_bytes = 64 << 10;  ///< bandwidth from this size up
+
+/// Command-line options shared by all benchmarks. A program ignores the ones it has no use for.
+struct options {
+    bool json = false;         ///< --json: JSON lines on stdout, the table on stderr
+    int reps = 7;              ///< --reps N: timed repetitions per point (at least 5 advised)
+    std::uint64_t iters = 0;   ///< --iters N: iterations per repetition (0: per-benchmark default)
+    std::uint64_t warmup = 0;  ///< --warmup N: untimed iterations before the reps (0: iters/10)
+    std::vector<std::size_t> sizes;     ///< --sizes a,b,c: explicit message sizes in bytes
+    std::size_t min_bytes = 0;          ///< --min-bytes N: smallest size of the default sweep
+    std::size_t max_bytes = 0;          ///< --max-bytes N: largest size of the default sweep
+    std::vector<std::size_t> bw_sizes;  ///< --bw-sizes a,b: bandwidth sizes (MPI baseline)
+    std::vector<std::string> ops;       ///< --ops short,medium,long: subset to run (empty: all)
+    std::string transport = "shm";      ///< --transport threads|shm
+    int ranks = 2;                      ///< --ranks N
+    int pin = -1;                       ///< --pin / --no-pin (-1: on when ranks <= cores)
+    bool baseline = true;               ///< --no-baseline: skip the MPI run
+    int rounds = 0;      ///< --rounds N: repeat the am run + MPI run pair (0: 1, demo 5)
+    int window = 64;     ///< --window N: MPI_Isend window of the MPI flood/bandwidth
+    bool touch = false;  ///< --touch (am_flood): medium handlers read their whole payload
+    bool demo = false;   ///< --demo (am_pingpong): short human-readable am-vs-MPI run
+    std::string mpirun;  ///< --mpirun PATH: launcher for the baseline
+    std::string mode;    ///< first positional argument (mpi_baseline: pingpong|flood)
+    std::string bench;   ///< --bench NAME: value of the "bench" key (mpi_baseline)
+
+    /// Whether to pin rank r to core r, after resolving the default.
+    [[nodiscard]] bool pinned(int cores) const { return pin < 0 ? ranks <= cores : pin != 0; }
+    /// True when `op` was selected by --ops (or --ops was not given).
+    [[nodiscard]] bool wants(const std::string& op) const;
+};
+
+/// Parses argv; prints usage and exits on --help (status 0) or on a bad option (status 2).
+options parse_options(int argc, char** argv, const char* summary);
+
+/// Message sizes for one operation: --sizes filtered to [lo, hi], otherwise powers of two from
+/// max(lo, --min-bytes) to min(hi, --max-bytes), plus the upper bound if it is not one.
+std::vector<std::size_t> sizes_for(const options& o, std::size_t lo, std::size_t hi);
+
+/// Iterations per repetition for messages of `bytes`: `plan.base` (or --iters) up to
+/// `plan.knee` bytes, then scaled by knee/bytes so large messages take about as long, but at
+/// least `plan.floor` (or --iters, if smaller).
+std::uint64_t iters_for(const options& o, const work_plan& plan, std::size_t bytes);
+
+/// Untimed warm-up iterations before the repetitions of a point.
+std::uint64_t warmup_for(const options& o, std::uint64_t iters);
+
+/// "8,16,32" from a list of sizes (to forward options to a child process).
+std::string join_sizes(const std::vector<std::size_t>& v);
+
+}  // namespace am::bench
