@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -221,7 +222,13 @@ int run_launched_rank(const rank_body& body) {
     return status;
 }
 
-int launch(const config& cfg, const rank_body& body) {
+namespace {
+
+/// Creates the region, forks `cfg.ranks` children that each run `child(shm, rank)` (which
+/// never returns), and supervises them. When the children inherit the mapping (they do not
+/// exec), the name is unlinked at once; otherwise `supervise` unlinks it once all attached.
+int start_and_supervise(const config& cfg, const std::function<void(shared_region&, int)>& child,
+                        bool children_inherit_mapping) {
     shared_region shm(ring::params_for(cfg));
     std::fflush(nullptr);  // children must not re-print buffered output
     const pid_t launcher = getpid();
@@ -234,6 +241,23 @@ int launch(const config& cfg, const rank_body& body) {
         }
         if (pid == 0) {
             become_rank_child(launcher);
+            child(shm, r);
+            _exit(1);  // not reached: `child` exits
+        }
+        pids.push_back(pid);
+    }
+    if (children_inherit_mapping) shm.unlink();
+    signal_guard guard;
+    const int status = supervise(shm, pids);
+    return pids.size() == static_cast<std::size_t>(cfg.ranks) ? status : 1;
+}
+
+}  // namespace
+
+int launch(const config& cfg, const rank_body& body) {
+    return start_and_supervise(
+        cfg,
+        [&](shared_region& shm, int r) {
             int status = 1;
             try {
                 status = run_rank(shm.data(), r, body);
@@ -242,28 +266,14 @@ int launch(const config& cfg, const rank_body& body) {
             }
             std::fflush(nullptr);
             _exit(status);
-        }
-        pids.push_back(pid);
-    }
-    shm.unlink();  // the children inherited the mapping: the name is no longer needed
-    signal_guard guard;
-    const int status = supervise(shm, pids);
-    return pids.size() == static_cast<std::size_t>(cfg.ranks) ? status : 1;
+        },
+        true);
 }
 
 int launch_exec(const config& cfg, char* const* argv) {
-    shared_region shm(ring::params_for(cfg));
-    std::fflush(nullptr);
-    const pid_t launcher = getpid();
-    std::vector<pid_t> pids;
-    for (int r = 0; r < cfg.ranks; ++r) {
-        const pid_t pid = fork();
-        if (pid < 0) {
-            ring::region(shm.data()).fail("fork failed");
-            break;
-        }
-        if (pid == 0) {
-            become_rank_child(launcher);
+    return start_and_supervise(
+        cfg,
+        [&](shared_region& shm, int r) {
             setenv(env_name, shm.name().c_str(), 1);
             setenv(env_rank, std::to_string(r).c_str(), 1);
             setenv("AM_RANKS", std::to_string(cfg.ranks).c_str(), 1);
@@ -271,12 +281,8 @@ int launch_exec(const config& cfg, char* const* argv) {
             execvp(argv[0], argv);
             std::fprintf(stderr, "amrun: cannot execute %s: %s\n", argv[0], std::strerror(errno));
             _exit(127);
-        }
-        pids.push_back(pid);
-    }
-    signal_guard guard;
-    const int status = supervise(shm, pids);
-    return pids.size() == static_cast<std::size_t>(cfg.ranks) ? status : 1;
+        },
+        false);
 }
 
 }  // namespace am::transport::shm
