@@ -224,6 +224,12 @@ std::uint64_t context_impl::total_received() const noexcept {
     return n;
 }
 
+inline std::size_t context_impl::poll_locked() {
+    if (_pending_total.load(std::memory_order_relaxed) != 0) flush_pending();
+    // The ring transport is called directly so its scan and `deliver` inline.
+    return _ring != nullptr ? _ring->poll_into(*this) : _tp.poll(*this);
+}
+
 void context_impl::send(const send_desc& d, bool reply) {
     validate(d, reply);
     const std::size_t bytes = message_bytes(d);
@@ -349,10 +355,6 @@ void context_impl::send_short_slow(int dest, unsigned lane, std::uint32_t handle
 
 std::size_t context_impl::poll() {
     if (in_handler()) return 0;
-    if (_fast) {
-        if (_pending_total.load(std::memory_order_relaxed) != 0) flush_pending();
-        return _ring->poll_into(*this);
-    }
     if (!_locking) return poll_locked();
     std::unique_lock lock(_poll_mutex, std::try_to_lock);
     if (lock.owns_lock()) return poll_locked();
@@ -362,11 +364,6 @@ std::size_t context_impl::poll() {
                     "rank " + std::to_string(_rank) + ": job aborted: " + _tp.failure_reason());
     }
     return 0;
-}
-
-std::size_t context_impl::poll_locked() {
-    if (_pending_total != 0) flush_pending();
-    return _tp.poll(*this);
 }
 
 void context_impl::reject(int source, const char* why) noexcept {

@@ -92,7 +92,7 @@ class context_impl final : public transport::message_sink {
     void check_tables();
     [[noreturn]] void report_mismatch(std::uint32_t max_count);
     void progress_loop() noexcept;
-    [[nodiscard]] std::size_t poll_locked();
+    [[nodiscard, gnu::always_inline]] inline std::size_t poll_locked();
 
     transport::transport& _tp;
     // The transport again when it is the ring transport (threads, shm): the hot paths call it
