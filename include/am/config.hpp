@@ -14,6 +14,12 @@ enum class transport_kind {
     shm,      ///< ranks are processes on one host, talking through POSIX shared memory
 };
 
+/// How `put` and `get` reach a rank's segment.
+enum class rma_path {
+    automatic,  ///< copy directly when the target's segment is mapped here (threads, shm)
+    am,         ///< always through active messages (the portable reference implementation)
+};
+
 /// Job configuration. `config::from_env()` reads the environment; a default-constructed
 /// config is the documented default. Read by `am::run` once, before any rank starts.
 struct config {
@@ -34,6 +40,12 @@ struct config {
     /// Run a progress thread per rank that services messages while the rank computes
     /// (`AM_PROGRESS_THREAD=1`, default off). Handlers then run on that thread too.
     bool progress_thread = false;
+    /// How put/get travel (`AM_RMA=auto|am`, default auto). `am` forces the active-message
+    /// implementation on every transport, e.g. to test or measure it.
+    rma_path rma = rma_path::automatic;
+    /// Largest message `send`/`isend` transfer eagerly (`AM_EAGER_BYTES`, default 8 KiB,
+    /// bounded by `context::max_medium()`); larger ones use the three-phase protocol.
+    std::size_t eager_bytes = std::size_t{8} << 10;
     /// Print per-rank statistics to stderr when the rank finishes (`AM_STATS=1`).
     bool print_stats = false;
 

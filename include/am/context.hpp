@@ -9,7 +9,9 @@
 
 #include <am/config.hpp>
 #include <am/error.hpp>
+#include <am/global_ptr.hpp>
 #include <am/handler.hpp>
+#include <am/message.hpp>
 #include <am/stats.hpp>
 
 #include <atomic>
@@ -20,10 +22,12 @@
 #include <string_view>
 #include <type_traits>
 #include <typeinfo>
+#include <vector>
 
 namespace am {
 
 class context;
+class counter;
 
 namespace detail {
 
@@ -93,6 +97,48 @@ std::uint32_t core_register(context_impl* c, const handler_desc& h);
 std::size_t core_poll(context_impl* c);
 void core_idle(context_impl* c, unsigned& backoff_state);
 void core_check_wait(context_impl* c, const char* call);
+
+/// A put or get in bytes: `rows` blocks of `width` bytes. Remote block i starts at
+/// `offset + i * remote_stride` (or at `offset + index[i] * width` when `index` is set); local
+/// block i at `local + i * local_stride`.
+struct rma_shape {
+    int rank;
+    std::uint64_t offset;
+    std::size_t remote_stride;
+    std::byte* local;
+    std::size_t local_stride;
+    std::size_t width;
+    std::size_t rows;
+    const std::uint64_t* index = nullptr;
+};
+
+class model_set;
+/// Tag of the counters the library uses internally: they take no remote-flag position.
+struct unregistered_t {};
+
+// The Split-C layer (src/rma) and the message layer (src/msg). Not part of the stable API.
+void rma_put(context& c, const rma_shape& s, counter* flag, counter* done, const char* call);
+void rma_get(context& c, const rma_shape& s, counter* flag, const char* call);
+std::uint64_t rma_allocate(context& c, std::size_t bytes, std::size_t align);
+void rma_deallocate(context& c, int rank, std::uint64_t offset);
+void rma_exchange(context& c, const void* in, void* out, std::size_t bytes);
+void* rma_local(const context& c, int rank, std::uint64_t offset, std::size_t bytes) noexcept;
+std::uint64_t rma_offset_of(const context& c, const void* p, std::size_t bytes);
+std::uint32_t counter_attach(context& c, counter* k) noexcept;
+void counter_detach(context& c, std::uint32_t id) noexcept;
+void msg_send(context& c, int dest, int tag, std::span<const std::byte> data);
+message_status msg_recv(context& c, int source, int tag, std::span<std::byte> buffer);
+request msg_isend(context& c, int dest, int tag, std::span<const std::byte> data, const char* call);
+request msg_irecv(context& c, int source, int tag, std::span<std::byte> buffer, const char* call);
+
+template <class T>
+rma_shape contiguous(global_ptr<T> p, const T* local, std::size_t n) noexcept {
+    return rma_shape{
+        p.rank(),        p.offset(),
+        n * sizeof(T),   const_cast<std::byte*>(reinterpret_cast<const std::byte*>(local)),
+        n * sizeof(T),   n * sizeof(T),
+        n == 0 ? 0u : 1u};
+}
 
 template <class F>
 void destroy_callable(void* p) {
@@ -281,17 +327,224 @@ class context {
     /// Brings the whole job down: every rank stops with an error that carries `reason`.
     [[noreturn]] void abort(std::string_view reason);
 
+    // ------------------------------------------------------------------ global memory (Split-C)
+    //
+    // The registered segment of each rank is its global memory. `allocate` carves blocks out
+    // of this rank's segment; `put` and `get` copy between local memory and any rank's
+    // segment. Transports that map every segment (threads, shm) copy directly; otherwise (or
+    // with `AM_RMA=am`) a put is a long request and a get a short request answered by the
+    // data, exactly as in the Split-C paper. Ranges are checked against the target's segment
+    // before anything is sent (errc::out_of_segment, naming the call, rank and segment size).
+    //
+    // Flags (Split-C): a put increments `flag` on the rank that receives the data, a get on
+    // this rank, once per call when all its data is in place. A put's `flag` names a counter
+    // by identity: the target uses its own counter created at the same position, so counters
+    // used as remote flags are created in the same order on every rank (like handlers) and
+    // must exist on the target when the data arrives. Split-phase calls never block and may be
+    // issued from handlers; the `src` of a put may be reused when the call returns; the `dst`
+    // of a get must stay valid until its flag counts it. The calls without a flag block until
+    // the data is in place (put: at the target) and are not callable from a handler.
+
+    /// Allocates `n` objects of `T` in this rank's segment (aligned for `T`, at least 16
+    /// bytes); not initialised. Throws `am::error` (errc::no_memory) naming the segment size
+    /// when it is full. Local: other ranks learn the pointer through `exchange` or messages.
+    template <class T>
+    global_ptr<T> allocate(std::size_t n = 1) {
+        constexpr std::size_t align = alignof(T) > 16 ? alignof(T) : 16;
+        return global_ptr<T>(rank(), detail::rma_allocate(*this, n * sizeof(T), align));
+    }
+    /// Returns a block from `allocate` to this rank's segment. The memory must no longer be
+    /// the target of any put or get.
+    template <class T>
+    void deallocate(global_ptr<T> p) {
+        detail::rma_deallocate(*this, p.rank(), p.offset());
+    }
+    /// Collective: every rank contributes a pointer; returns them all, indexed by rank
+    /// ("exchange of base addresses"). Polls while it waits.
+    template <class T>
+    std::vector<global_ptr<T>> exchange(global_ptr<T> mine) {
+        struct wire {
+            std::int64_t rank;
+            std::uint64_t offset;
+        };
+        const wire in{mine.rank(), mine.offset()};
+        std::vector<wire> all(static_cast<std::size_t>(size()));
+        detail::rma_exchange(*this, &in, all.data(), sizeof(wire));
+        std::vector<global_ptr<T>> out;
+        out.reserve(all.size());
+        for (const wire& w : all) out.emplace_back(static_cast<int>(w.rank), w.offset);
+        return out;
+    }
+    /// The address of `p`'s object in this process when its segment is mapped here (always
+    /// for this rank; for every rank on threads and shm), else nullptr. Accesses through it
+    /// are ordinary memory accesses: synchronise with flags or barriers.
+    template <class T>
+    [[nodiscard]] T* local(global_ptr<T> p) const noexcept {
+        return static_cast<T*>(detail::rma_local(*this, p.rank(), p.offset(), sizeof(T)));
+    }
+    /// The global pointer of `p`, which must point into this rank's segment (else
+    /// `am::error`, errc::out_of_segment).
+    template <class T>
+    [[nodiscard]] global_ptr<T> to_global(T* p) const {
+        return global_ptr<T>(rank(), detail::rma_offset_of(*this, p, sizeof(T)));
+    }
+
+    /// Split-phase PUT: copies `n` objects from `src` to `dst`; then `flag` on `dst.rank()`
+    /// counts one.
+    template <class T>
+    void put(global_ptr<T> dst, const T* src, std::size_t n, counter& flag) {
+        detail::rma_put(*this, detail::contiguous(dst, src, n), &flag, nullptr, "am::context::put");
+    }
+    /// As above; `done`, on this rank, counts one when the data is in place at the target.
+    template <class T>
+    void put(global_ptr<T> dst, const T* src, std::size_t n, counter& flag, counter& done) {
+        detail::rma_put(*this, detail::contiguous(dst, src, n), &flag, &done, "am::context::put");
+    }
+    /// Blocking PUT: returns when the data is in place at the target.
+    template <class T>
+    void put(global_ptr<T> dst, const T* src, std::size_t n) {
+        detail::rma_put(*this, detail::contiguous(dst, src, n), nullptr, nullptr,
+                        "am::context::put");
+    }
+    /// Split-phase GET: copies `n` objects from `src` to `dst`; then `flag` (here) counts one.
+    template <class T>
+    void get(T* dst, global_ptr<T> src, std::size_t n, counter& flag) {
+        detail::rma_get(*this, detail::contiguous(src, dst, n), &flag, "am::context::get");
+    }
+    /// Blocking GET.
+    template <class T>
+    void get(T* dst, global_ptr<T> src, std::size_t n) {
+        detail::rma_get(*this, detail::contiguous(src, dst, n), nullptr, "am::context::get");
+    }
+
+    /// Strided (2-D block) PUT: `rows` rows of `width` objects; row i goes from
+    /// `src + i * src_stride` to `dst + i * dst_stride` (strides in objects, ≥ width).
+    template <class T>
+    void put_strided(global_ptr<T> dst, std::size_t dst_stride, const T* src,
+                     std::size_t src_stride, std::size_t width, std::size_t rows, counter& flag) {
+        detail::rma_put(*this, strided(dst, dst_stride, src, src_stride, width, rows), &flag,
+                        nullptr, "am::context::put_strided");
+    }
+    /// Blocking strided PUT.
+    template <class T>
+    void put_strided(global_ptr<T> dst, std::size_t dst_stride, const T* src,
+                     std::size_t src_stride, std::size_t width, std::size_t rows) {
+        detail::rma_put(*this, strided(dst, dst_stride, src, src_stride, width, rows), nullptr,
+                        nullptr, "am::context::put_strided");
+    }
+    /// Strided (2-D block) GET: row i goes from `src + i * src_stride` to
+    /// `dst + i * dst_stride`.
+    template <class T>
+    void get_strided(T* dst, std::size_t dst_stride, global_ptr<T> src, std::size_t src_stride,
+                     std::size_t width, std::size_t rows, counter& flag) {
+        detail::rma_get(*this, strided(src, src_stride, dst, dst_stride, width, rows), &flag,
+                        "am::context::get_strided");
+    }
+    /// Blocking strided GET.
+    template <class T>
+    void get_strided(T* dst, std::size_t dst_stride, global_ptr<T> src, std::size_t src_stride,
+                     std::size_t width, std::size_t rows) {
+        detail::rma_get(*this, strided(src, src_stride, dst, dst_stride, width, rows), nullptr,
+                        "am::context::get_strided");
+    }
+
+    /// Indexed PUT (scatter): `base[index[i]] = src[i]` for every i.
+    template <class T>
+    void put_indexed(global_ptr<T> base, std::span<const std::uint64_t> index, const T* src,
+                     counter& flag) {
+        detail::rma_put(*this, indexed(base, index, src), &flag, nullptr,
+                        "am::context::put_indexed");
+    }
+    /// Blocking indexed PUT.
+    template <class T>
+    void put_indexed(global_ptr<T> base, std::span<const std::uint64_t> index, const T* src) {
+        detail::rma_put(*this, indexed(base, index, src), nullptr, nullptr,
+                        "am::context::put_indexed");
+    }
+    /// Indexed GET (gather): `dst[i] = base[index[i]]` for every i.
+    template <class T>
+    void get_indexed(T* dst, global_ptr<T> base, std::span<const std::uint64_t> index,
+                     counter& flag) {
+        detail::rma_get(*this, indexed(base, index, dst), &flag, "am::context::get_indexed");
+    }
+    /// Blocking indexed GET.
+    template <class T>
+    void get_indexed(T* dst, global_ptr<T> base, std::span<const std::uint64_t> index) {
+        detail::rma_get(*this, indexed(base, index, dst), nullptr, "am::context::get_indexed");
+    }
+
+    // ------------------------------------------------------- two-sided messages (send/receive)
+    //
+    // Tagged send and receive built on active messages, matched on source and tag in the
+    // order sent (per source and tag, like MPI's non-overtaking rule); `any_source` and
+    // `any_tag` match anything. Small messages travel eagerly (the receiver buffers them when
+    // no receive is posted); large ones use the three-phase protocol of the 1992 paper
+    // (request to send, ready to receive, data), so they are copied only into the posted
+    // buffer. Tags are ≥ 0. Not callable from handlers, except `isend`/`irecv`.
+
+    /// Blocking send: returns when `data` may be reused (small messages: at once).
+    void send(int dest, int tag, std::span<const std::byte> data) {
+        detail::msg_send(*this, dest, tag, data);
+    }
+    /// Blocking receive into `buffer`; returns the source, tag and size of the message.
+    /// A matching message larger than `buffer` raises `am::error` (errc::too_large) and stays
+    /// queued.
+    message_status recv(int source, int tag, std::span<std::byte> buffer) {
+        return detail::msg_recv(*this, source, tag, buffer);
+    }
+    /// Non-blocking send; `data` must stay valid until the request completes.
+    [[nodiscard]] am::request isend(int dest, int tag, std::span<const std::byte> data) {
+        return detail::msg_isend(*this, dest, tag, data, "am::context::isend");
+    }
+    /// Non-blocking receive; `buffer` must stay valid until the request completes.
+    [[nodiscard]] am::request irecv(int source, int tag, std::span<std::byte> buffer) {
+        return detail::msg_irecv(*this, source, tag, buffer, "am::context::irecv");
+    }
+
     /// The core object behind this context (for layers built on the core).
     [[nodiscard]] detail::context_impl* impl() const noexcept { return _impl; }
+    /// The model layers (Split-C, messages) of this context; null until `am::run` attaches them.
+    [[nodiscard]] detail::model_set* models() const noexcept { return _models; }
+    void attach_models(detail::model_set* m) noexcept { _models = m; }
 
   private:
+    template <class T>
+    static detail::rma_shape strided(global_ptr<T> remote, std::size_t remote_stride,
+                                     const T* local, std::size_t local_stride, std::size_t width,
+                                     std::size_t rows) noexcept {
+        return detail::rma_shape{remote.rank(),
+                                 remote.offset(),
+                                 remote_stride * sizeof(T),
+                                 const_cast<std::byte*>(reinterpret_cast<const std::byte*>(local)),
+                                 local_stride * sizeof(T),
+                                 width * sizeof(T),
+                                 width == 0 ? 0 : rows};
+    }
+    template <class T>
+    static detail::rma_shape indexed(global_ptr<T> base, std::span<const std::uint64_t> index,
+                                     const T* local) noexcept {
+        return detail::rma_shape{
+            base.rank(),  base.offset(),
+            sizeof(T),    const_cast<std::byte*>(reinterpret_cast<const std::byte*>(local)),
+            sizeof(T),    sizeof(T),
+            index.size(), index.data()};
+    }
+
     detail::context_impl* _impl;
+    detail::model_set* _models = nullptr;
 };
 
 /// Completion flag: handlers `add()`, the rank `wait()`s for a count. Thread-safe.
+///
+/// Also the flag of `put`: a put names the counter by its position among this rank's live
+/// counters, and the target increments its counter at the same position. Create counters that
+/// serve as remote flags in the same order on every rank.
 class counter {
   public:
-    explicit counter(context& ctx) noexcept : _ctx(&ctx) {}
+    explicit counter(context& ctx) noexcept : _ctx(&ctx), _id(detail::counter_attach(ctx, this)) {}
+    /// A counter without a remote-flag position (usable as a local flag only).
+    counter(context& ctx, detail::unregistered_t) noexcept : _ctx(&ctx), _id(0xffffffffu) {}
+    ~counter() { detail::counter_detach(*_ctx, _id); }
     counter(const counter&) = delete;
     counter& operator=(const counter&) = delete;
 
@@ -309,9 +562,12 @@ class counter {
     }
     /// Sets the count back to zero (no message for it may be in flight).
     void reset() noexcept { _value.store(0, std::memory_order_relaxed); }
+    /// This counter's identity as a remote flag (its position among the rank's counters).
+    [[nodiscard]] std::uint32_t id() const noexcept { return _id; }
 
   private:
     context* _ctx;
+    std::uint32_t _id;
     std::atomic<std::uint64_t> _value{0};
 };
 

@@ -3,6 +3,7 @@
 /// Per-rank counters, returned by `context::stats()` and printed at exit with `AM_STATS=1`.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,7 +31,11 @@ struct stats {
     std::uint64_t credit_stalls = 0;         ///< sends that found their ring full
     std::uint64_t queued_from_handlers = 0;  ///< sends from handlers parked for later progress
     std::uint64_t bad_headers = 0;           ///< incoming messages rejected by validation
-    std::vector<handler_stats> handlers;     ///< by handler index
+    /// By handler index. The first `library_handlers` entries are the library's own (put/get
+    /// and send/receive: "am::rma::…", "am::msg::…"); the program's handlers follow in the
+    /// order it registered them.
+    std::vector<handler_stats> handlers;
+    std::size_t library_handlers = 0;
 
     /// Multi-line human-readable report (what `AM_STATS=1` prints).
     [[nodiscard]] std::string to_string() const;

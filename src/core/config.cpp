@@ -82,6 +82,20 @@ config config::from_env() {
         c.progress_thread = parse_bool("AM_PROGRESS_THREAD", v);
     }
     if (const char* v = std::getenv("AM_STATS")) c.print_stats = parse_bool("AM_STATS", v);
+    if (const char* v = std::getenv("AM_RMA")) {
+        const std::string t = v;
+        if (t == "auto") {
+            c.rma = rma_path::automatic;
+        } else if (t == "am") {
+            c.rma = rma_path::am;
+        } else {
+            throw error(errc::invalid_argument,
+                        "am::config::from_env: AM_RMA=\"" + t + "\" is not one of auto, am");
+        }
+    }
+    if (const char* v = std::getenv("AM_EAGER_BYTES")) {
+        c.eager_bytes = parse_size("AM_EAGER_BYTES", v);
+    }
     return c;
 }
 

@@ -66,7 +66,8 @@ context_impl::context_impl(transport::transport& tp, const config& cfg)
     _header_base = static_cast<std::uint64_t>(_rank) << 32;
     _fast = _ring != nullptr && !cfg.progress_thread;
     update_slow_path();
-    if (cfg.progress_thread) start_progress_thread();
+    // The progress thread is started by am::run once the model layers have registered their
+    // handlers (start_progress_thread), so no message is dispatched before they exist.
 }
 
 context_impl::~context_impl() {
@@ -438,6 +439,16 @@ void context_impl::barrier() {
     check_tables();
 }
 
+void context_impl::allgather(const void* in, void* out, std::size_t bytes, const char* call) {
+    if (in_handler()) fail(errc::bad_context, call, _rank, "called from a handler");
+    if (bytes > _tp.max_gather_bytes()) {
+        fail(errc::too_large, call, _rank,
+             std::to_string(bytes) + " bytes per rank exceed the bootstrap limit of " +
+                 std::to_string(_tp.max_gather_bytes()));
+    }
+    _tp.allgather(in, out, bytes, [this] { poll(); }, {});
+}
+
 void context_impl::check_tables() {
     struct digest {
         std::uint64_t count, hash;
@@ -482,9 +493,15 @@ void context_impl::report_mismatch(std::uint32_t max_count) {
         _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); }, {});
         for (int r = 1; r < _size; ++r) {
             if (all[r].digest == all[0].digest) continue;
+            // Entries count from the program's first handler; the library's own come first.
+            const std::string entry = i >= _builtin ? "entry " + std::to_string(i - _builtin) +
+                                                          " of the program's handlers (table "
+                                                          "index " +
+                                                          std::to_string(i) + ")"
+                                                    : "library entry " + std::to_string(i);
             fail(errc::handler_mismatch, "am::context::barrier", _rank,
-                 "handler tables differ at entry " + std::to_string(i) + ": rank 0 registered " +
-                     all[0].name + ", rank " + std::to_string(r) + " registered " + all[r].name);
+                 "handler tables differ at " + entry + ": rank 0 registered " + all[0].name +
+                     ", rank " + std::to_string(r) + " registered " + all[r].name);
         }
     }
     fail(errc::handler_mismatch, "am::context::barrier", _rank, "handler tables differ");
@@ -570,6 +587,7 @@ am::stats context_impl::snapshot() const {
     s.credit_stalls = get(_stalls);
     s.queued_from_handlers = get(_queued);
     s.bad_headers = get(_bad);
+    s.library_handlers = _builtin;
     const std::uint32_t n = _table.count();
     for (std::uint32_t i = 0; i < n; ++i) {
         const handler_counters& c = _table.counters(i);

@@ -58,6 +58,17 @@ class context_impl final : public transport::message_sink {
     std::size_t poll();
     void deliver(int source, unsigned lane, std::byte* msg, std::size_t len) final;
     void barrier();
+    /// Collective exchange of `bytes` per rank (≤ the transport's gather limit); polls while
+    /// it waits. Not callable from a handler.
+    void allgather(const void* in, void* out, std::size_t bytes, const char* call);
+    /// Enables every handler registered so far without a handshake: for the library's own
+    /// handlers, registered identically on every rank before any message can arrive.
+    void seal_builtin() noexcept {
+        _builtin = _table.count();
+        _sealed.store(_builtin, std::memory_order_relaxed);
+    }
+    /// True while a progress thread shares this context (layers then lock their state).
+    [[nodiscard]] bool locking() const noexcept { return _locking; }
     /// Returns when every message sent by any rank has been handled (collective).
     void quiesce();
     void idle(unsigned& backoff);
@@ -106,6 +117,7 @@ class context_impl final : public transport::message_sink {
     std::span<std::byte> _own_segment;
     handler_table _table;
     std::atomic<std::uint32_t> _sealed{0};  // handlers [0, _sealed) may be sent
+    std::uint32_t _builtin = 0;             // handlers [0, _builtin) are the library's own
 
     std::vector<std::deque<pending_msg>> _pending;  // [dest * lanes + lane]
     std::atomic<std::size_t> _pending_total{0};     // written under the send lock

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // am::run: starts the ranks through the transport registry and runs the rank function in a
 // context on each, then waits for quiescence so no message is lost at the end.
+#include "../models/model_set.hpp"
 #include "../transport/registry.hpp"
 #include "context_impl.hpp"
 
@@ -27,6 +28,17 @@ int rank_failed(transport::transport& tp, const char* what, bool caused_here) {
 int run_rank(transport::transport& tp, const config& cfg, const rank_main& fn) {
     try {
         detail::context_impl impl(tp, cfg);
+        // The model layers register their handlers first, identically on every rank, before
+        // any message can be dispatched here (no poll has run, no progress thread yet).
+        detail::model_set models(impl.front(), cfg);
+        impl.front().attach_models(&models);
+        impl.seal_builtin();
+        // Stops the progress thread before the models go, also when the rank function throws.
+        struct progress_stopper {
+            detail::context_impl& impl;
+            ~progress_stopper() { impl.stop_progress_thread(); }
+        } stopper{impl};
+        if (cfg.progress_thread) impl.start_progress_thread();
         fn(impl.front());
         impl.quiesce();
         impl.stop_progress_thread();

@@ -13,6 +13,8 @@ std::string stats::to_string() const {
        << queued_from_handlers << ", bad headers " << bad_headers << '\n';
     for (std::size_t i = 0; i < handlers.size(); ++i) {
         const handler_stats& h = handlers[i];
+        // The library's own handlers appear only when they carried traffic.
+        if (i < library_handlers && h.sent == 0 && h.received == 0) continue;
         os << "  [" << i << "] " << h.name << ": sent " << h.sent << " / " << h.sent_bytes
            << " B, received " << h.received << " / " << h.received_bytes << " B\n";
     }

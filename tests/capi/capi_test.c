@@ -568,7 +568,8 @@ static int scenario_basics(rank_state* s) {
                                       AM_ERR_HANDLER_MISMATCH,
                                       AM_ERR_ABORTED,
                                       AM_ERR_SYSTEM,
-                                      AM_ERR_INVALID_ARGUMENT};
+                                      AM_ERR_INVALID_ARGUMENT,
+                                      AM_ERR_NO_MEMORY};
     static const char* const names[] = {"AM_OK:",
                                         "AM_ERR_BAD_RANK:",
                                         "AM_ERR_BAD_HANDLER:",
@@ -579,7 +580,8 @@ static int scenario_basics(rank_state* s) {
                                         "AM_ERR_HANDLER_MISMATCH:",
                                         "AM_ERR_ABORTED:",
                                         "AM_ERR_SYSTEM:",
-                                        "AM_ERR_INVALID_ARGUMENT:"};
+                                        "AM_ERR_INVALID_ARGUMENT:",
+                                        "AM_ERR_NO_MEMORY:"};
     for (unsigned i = 0; i < sizeof all / sizeof all[0]; ++i) {
         REQUIRE(s, (unsigned)all[i] == i); /* the values of am::errc */
         REQUIRE(s, strncmp(am_status_string(all[i]), names[i], strlen(names[i])) == 0);

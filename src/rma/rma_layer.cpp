@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: MIT
+#include "rma_layer.hpp"
+
+#include "../core/context_impl.hpp"
+#include "../models/model_set.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+// The handlers, named for statistics ("am::rma::put_long"). Each forwards to the layer of the
+// rank that runs it.
+namespace am::rma {
+namespace {
+
+detail::rma_layer& layer(token& t) {
+    return t.ctx().models()->rma();
+}
+
+template <class T>
+T* from_wire(std::uint64_t v) noexcept {
+    return reinterpret_cast<T*>(static_cast<std::uintptr_t>(v));
+}
+
+}  // namespace
+
+void flag(token& t, std::uint32_t id) {
+    layer(t).on_flag(t, id);
+}
+void put_long(token& t, std::span<std::byte> /*data*/, std::uint64_t flagword, std::uint64_t done) {
+    layer(t).on_put_done(t, flagword, done);
+}
+void put_packed(token& t, std::span<const std::byte> payload, std::uint64_t flagword,
+                std::uint64_t done) {
+    layer(t).on_put_packed(t, payload, flagword, done);
+}
+void put_ack(token& /*t*/, std::uint64_t done) {
+    from_wire<counter>(done)->add();
+}
+void get(token& t, std::uint64_t offset, std::uint64_t len, std::uint64_t dst, std::uint64_t flag) {
+    layer(t).on_get(t, offset, len, dst, flag);
+}
+void get_data(token& /*t*/, std::span<const std::byte> data, std::uint64_t dst,
+              std::uint64_t flag) {
+    if (!data.empty()) std::memcpy(from_wire<std::byte>(dst), data.data(), data.size());
+    from_wire<counter>(flag)->add();
+}
+void get_long(token& t, std::uint64_t offset, std::uint64_t len, std::uint64_t dst_offset,
+              std::uint64_t flag) {
+    layer(t).on_get_long(t, offset, len, dst_offset, flag);
+}
+void get_long_data(token& /*t*/, std::span<std::byte> /*data*/, std::uint64_t flag) {
+    from_wire<counter>(flag)->add();
+}
+void getv(token& t, std::span<const std::byte> desc, std::uint64_t record, std::uint64_t first) {
+    layer(t).on_getv(t, desc, record, first);
+}
+void getv_data(token& t, std::span<const std::byte> data, std::uint64_t record, std::uint64_t first,
+               std::uint64_t count) {
+    layer(t).on_getv_data(t, data, record, first, count);
+}
+
+}  // namespace am::rma
+
+namespace am::detail {
+namespace {
+
+// A packed put carries records of {u64 offset, u32 length} followed by the bytes; a vector get
+// request carries the records alone.
+constexpr std::size_t record_bytes = 12;
+constexpr std::uint64_t flag_mask = 0xffffffffu;
+
+[[noreturn, gnu::cold]] void fail(errc code, const char* call, int rank, const std::string& what) {
+    throw error(code, std::string(call) + ": rank " + std::to_string(rank) + ": " + what);
+}
+
+std::uint64_t to_wire(const void* p) noexcept {
+    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
+}
+
+void put_record(std::vector<std::byte>& out, std::uint64_t offset, std::uint32_t len) {
+    std::byte rec[record_bytes];
+    std::memcpy(rec, &offset, 8);
+    std::memcpy(rec + 8, &len, 4);
+    out.insert(out.end(), rec, rec + record_bytes);
+}
+
+void get_record(const std::byte* p, std::uint64_t& offset, std::uint32_t& len) noexcept {
+    std::memcpy(&offset, p, 8);
+    std::memcpy(&len, p + 8, 4);
+}
+
+std::uint64_t remote_offset(const rma_shape& s, std::size_t i) noexcept {
+    return s.index != nullptr ? s.offset + s.index[i] * s.width : s.offset + i * s.remote_stride;
+}
+
+std::byte* local_block(const rma_shape& s, std::size_t i) noexcept {
+    return s.local + i * s.local_stride;
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------- counter table
+
+counter_table::counter_table() : _slots(new std::atomic<counter*>[capacity]) {
+    for (std::uint32_t i = 0; i < capacity; ++i)
+        _slots[i].store(nullptr, std::memory_order_relaxed);
+}
+
+std::uint32_t counter_table::attach(counter* k) noexcept {
+    std::scoped_lock lock(_mutex);
+    for (std::uint32_t i = 0; i < capacity; ++i) {
+        if (_slots[i].load(std::memory_order_relaxed) == nullptr) {
+            _slots[i].store(k, std::memory_order_release);
+            return i;
+        }
+    }
+    return none;
+}
+
+void counter_table::detach(std::uint32_t id) noexcept {
+    if (id >= capacity) return;
+    std::scoped_lock lock(_mutex);
+    _slots[id].store(nullptr, std::memory_order_release);
+}
+
+// ------------------------------------------------------------------------------------- set-up
+
+rma_layer::rma_layer(context& ctx, const config& cfg)
+    : _ctx(ctx),
+      _core(*ctx.impl()),
+      _rank(ctx.rank()),
+      _size(ctx.size()),
+      _direct(cfg.rma == rma_path::automatic),
+      _segment_bytes(ctx.segment().size()),
+      _max_medium(ctx.max_medium()),
+      _bases(static_cast<std::size_t>(ctx.size()), nullptr),
+      _heap(ctx.segment().size()),
+      _h_flag(ctx.handler<&rma::flag>()),
+      _h_put_long(ctx.handler<&rma::put_long>()),
+      _h_put_packed(ctx.handler<&rma::put_packed>()),
+      _h_ack(ctx.handler<&rma::put_ack>()),
+      _h_get(ctx.handler<&rma::get>()),
+      _h_get_data(ctx.handler<&rma::get_data>()),
+      _h_get_long(ctx.handler<&rma::get_long>()),
+      _h_get_long_data(ctx.handler<&rma::get_long_data>()),
+      _h_getv(ctx.handler<&rma::getv>()),
+      _h_getv_data(ctx.handler<&rma::getv_data>()) {
+    for (int r = 0; r < _size; ++r) {
+        const std::span<std::byte> seg = _core.transport().segment(r);
+        _bases[static_cast<std::size_t>(r)] = seg.empty() ? nullptr : seg.data();
+    }
+    _bases[static_cast<std::size_t>(_rank)] = ctx.segment().data();
+}
+
+// --------------------------------------------------------------------------------- allocation
+
+std::uint64_t rma_layer::allocate(std::size_t bytes, std::size_t align) {
+    const auto offset = _heap.allocate(bytes, align);
+    if (!offset) {
+        fail(errc::no_memory, "am::context::allocate", _rank,
+             "no free block of " + std::to_string(bytes) + " bytes in the segment of " +
+                 std::to_string(_segment_bytes) + " bytes (" + std::to_string(_heap.free_bytes()) +
+                 " bytes free; AM_SEGMENT_BYTES sets the segment size)");
+    }
+    return *offset;
+}
+
+void rma_layer::deallocate(int rank, std::uint64_t offset) {
+    const char* call = "am::context::deallocate";
+    if (rank != _rank) {
+        fail(errc::invalid_argument, call, _rank,
+             "the pointer belongs to rank " + std::to_string(rank) +
+                 "; only blocks of this rank's segment can be released here");
+    }
+    if (!_heap.release(offset)) {
+        fail(errc::invalid_argument, call, _rank,
+             "offset " + std::to_string(offset) + " is not a block returned by allocate");
+    }
+}
+
+void rma_layer::exchange(const void* in, void* out, std::size_t bytes) {
+    _core.allgather(in, out, bytes, "am::context::exchange");
+}
+
+void* rma_layer::local(int rank, std::uint64_t offset, std::size_t bytes) const noexcept {
+    if (rank < 0 || rank >= _size) return nullptr;
+    if (rank != _rank && !_direct) return nullptr;
+    std::byte* base = _bases[static_cast<std::size_t>(rank)];
+    if (base == nullptr || offset > _segment_bytes || bytes > _segment_bytes - offset) {
+        return nullptr;
+    }
+    return base + offset;
+}
+
+std::uint64_t rma_layer::offset_of(const void* p, std::size_t bytes) const {
+    const auto base = reinterpret_cast<std::uintptr_t>(_bases[static_cast<std::size_t>(_rank)]);
+    const auto addr = reinterpret_cast<std::uintptr_t>(p);
+    if (addr < base || addr - base > _segment_bytes || bytes > _segment_bytes - (addr - base)) {
+        fail(errc::out_of_segment, "am::context::to_global", _rank,
+             "the address is not inside this rank's segment of " + std::to_string(_segment_bytes) +
+                 " bytes");
+    }
+    return addr - base;
+}
+
+// --------------------------------------------------------------------------------- validation
+
+void rma_layer::check(const rma_shape& s, const char* call) const {
+    if (s.rank == -1) fail(errc::invalid_argument, call, _rank, "null global_ptr");
+    if (s.rank < 0 || s.rank >= _size) {
+        fail(errc::bad_rank, call, _rank,
+             "target rank " + std::to_string(s.rank) + " out of range [0, " +
+                 std::to_string(_size) + ")");
+    }
+    if (s.rows == 0) return;
+    if (s.local == nullptr) fail(errc::invalid_argument, call, _rank, "null local buffer");
+    std::uint64_t last = 0;  // offset of the last block from s.offset
+    if (s.index != nullptr) {
+        const std::uint64_t top = *std::max_element(s.index, s.index + s.rows);
+        if (__builtin_mul_overflow(top, s.width, &last)) last = ~std::uint64_t{0};
+    } else {
+        if (s.rows > 1 && (s.remote_stride < s.width || s.local_stride < s.width)) {
+            fail(errc::invalid_argument, call, _rank,
+                 "stride of " + std::to_string(std::min(s.remote_stride, s.local_stride)) +
+                     " bytes is smaller than the row of " + std::to_string(s.width) + " bytes");
+        }
+        if (__builtin_mul_overflow(std::uint64_t{s.rows - 1}, s.remote_stride, &last)) {
+            last = ~std::uint64_t{0};
+        }
+    }
+    std::uint64_t end = 0;
+    if (__builtin_add_overflow(s.offset, last, &end) ||
+        __builtin_add_overflow(end, s.width, &end) || end > _segment_bytes) {
+        fail(errc::out_of_segment, call, _rank,
+             "bytes [" + std::to_string(s.offset) + ", " +
+                 (end > s.offset ? std::to_string(end) : std::string("overflow")) +
+                 ") are outside rank " + std::to_string(s.rank) + "'s segment of " +
+                 std::to_string(_segment_bytes) + " bytes");
+    }
+}
+
+void rma_layer::check_remote(int source, std::uint64_t offset, std::uint64_t len,
+                             const char* what) const {
+    if (offset > _segment_bytes || len > _segment_bytes - offset) {
+        fail(errc::out_of_segment, "am::rma", _rank,
+             std::string(what) + " from rank " + std::to_string(source) + " names bytes [" +
+                 std::to_string(offset) + ", +" + std::to_string(len) +
+                 ") outside this rank's segment of " + std::to_string(_segment_bytes) + " bytes");
+    }
+}
+
+std::uint64_t rma_layer::check_flag(counter* flag, int target, const char* call) const {
+    if (flag == nullptr) return 0;
+    if (flag->id() >= counter_table::capacity) {
+        fail(errc::invalid_argument, call, _rank,
+             "the flag counter has no remote identity (internal counter, or more than " +
+                 std::to_string(counter_table::capacity) + " counters alive); rank " +
+                 std::to_string(target) + " could not find it");
+    }
+    return std::uint64_t{flag->id()} + 1;
+}
+
+// ------------------------------------------------------------------------------------- put/get
+
+void rma_layer::put(const rma_shape& s, counter* flag, counter* done, const char* call) {
+    check(s, call);
+    const bool blocking = flag == nullptr && done == nullptr;
+    if (blocking) core_check_wait(&_core, call);
+    const std::uint64_t flagword = check_flag(flag, s.rank, call);
+    if (direct(s.rank)) {
+        put_direct(s);
+        if (flag != nullptr) {
+            if (s.rank == _rank) {
+                flag->add();
+            } else {
+                _ctx.request(s.rank, _h_flag, static_cast<std::uint32_t>(flagword - 1));
+            }
+        }
+        if (done != nullptr) done->add();
+        return;
+    }
+    if (!blocking) {
+        put_am(s, flagword, done);
+        return;
+    }
+    counter arrived(_ctx, unregistered_t{});
+    put_am(s, 0, &arrived);
+    arrived.wait(1);
+}
+
+void rma_layer::get(const rma_shape& s, counter* flag, const char* call) {
+    check(s, call);
+    if (flag == nullptr) core_check_wait(&_core, call);
+    if (direct(s.rank)) {
+        get_direct(s);
+        if (flag != nullptr) flag->add();
+        return;
+    }
+    if (flag != nullptr) {
+        get_am(s, flag);
+        return;
+    }
+    counter arrived(_ctx, unregistered_t{});
+    get_am(s, &arrived);
+    arrived.wait(1);
+}
+
+void rma_layer::put_direct(const rma_shape& s) {
+    std::byte* base = _bases[static_cast<std::size_t>(s.rank)];
+    for (std::size_t i = 0; i < s.rows; ++i) {
+        std::memcpy(base + remote_offset(s, i), local_block(s, i), s.width);
+    }
+}
+
+void rma_layer::get_direct(const rma_shape& s) {
+    const std::byte* base = _bases[static_cast<std::size_t>(s.rank)];
+    for (std::size_t i = 0; i < s.rows; ++i) {
+        std::memcpy(local_block(s, i), base + remote_offset(s, i), s.width);
+    }
+}
+
+// A put on active messages: large blocks as long requests (one copy, into the segment), small
+// ones packed into medium requests. The messages of one put travel on one (destination, lane)
+// and arrive in order, so the last one, which carries the flag and the origin's `done`, runs
+// after all the data is in place.
+void rma_layer::put_am(const rma_shape& s, std::uint64_t flagword, counter* done) {
+    const std::size_t long_min = std::min<std::size_t>(2048, _max_medium / 2);
+    struct held_msg {
+        bool is_long = false;
+        std::uint64_t offset = 0;
+        const std::byte* data = nullptr;
+        std::size_t len = 0;
+    } held;
+    std::vector<std::byte> packed;
+    bool holding = false;
+    auto emit = [&](bool last) {
+        const std::uint64_t fw = last ? flagword : 0;
+        const std::uint64_t dn = last ? to_wire(done) : 0;
+        if (held.is_long) {
+            _ctx.request(s.rank, _h_put_long, std::span(held.data, held.len), held.offset, fw, dn);
+        } else {
+            _ctx.request(s.rank, _h_put_packed, std::span<const std::byte>(packed), fw, dn);
+            packed.clear();
+        }
+        holding = false;
+    };
+    for (std::size_t i = 0; i < s.rows; ++i) {
+        const std::uint64_t off = remote_offset(s, i);
+        const std::byte* src = local_block(s, i);
+        if (s.width >= long_min || s.width + record_bytes > _max_medium) {
+            if (holding) emit(false);
+            held = held_msg{true, off, src, s.width};
+            holding = true;
+            continue;
+        }
+        if (holding && (held.is_long || packed.size() + record_bytes + s.width > _max_medium)) {
+            emit(false);
+        }
+        if (!holding) {
+            held = held_msg{};
+            holding = true;
+        }
+        put_record(packed, off, static_cast<std::uint32_t>(s.width));
+        packed.insert(packed.end(), src, src + s.width);
+    }
+    if (!holding) {
+        if (flagword == 0 && done == nullptr) return;
+        held = held_msg{};  // an empty put still counts its flag
+    }
+    emit(true);
+}
+
+void rma_layer::get_am(const rma_shape& s, counter* flag) {
+    if (s.rows == 0) {
+        flag->add();
+        return;
+    }
+    if (s.rows == 1 && s.width <= _max_medium) {
+        _ctx.request(s.rank, _h_get, remote_offset(s, 0), std::uint64_t{s.width}, to_wire(s.local),
+                     to_wire(flag));
+        return;
+    }
+    const auto own = reinterpret_cast<std::uintptr_t>(_bases[static_cast<std::size_t>(_rank)]);
+    const auto dst = reinterpret_cast<std::uintptr_t>(s.local);
+    if (s.rows == 1 && dst >= own && dst - own <= _segment_bytes - s.width) {
+        // The destination is in this rank's segment: one long reply writes it in place.
+        _ctx.request(s.rank, _h_get_long, s.offset, std::uint64_t{s.width},
+                     std::uint64_t{dst - own}, to_wire(flag));
+        return;
+    }
+    std::vector<rma_piece> pieces;
+    for (std::size_t i = 0; i < s.rows; ++i) {
+        const std::uint64_t off = remote_offset(s, i);
+        std::byte* dst_block = local_block(s, i);
+        for (std::size_t done = 0; done < s.width; done += _max_medium) {
+            const std::size_t len = std::min(_max_medium, s.width - done);
+            pieces.push_back(rma_piece{off + done, dst_block + done, len});
+        }
+    }
+    getv_am(s.rank, std::move(pieces), flag);
+}
+
+struct rma_layer::getv_record {
+    std::vector<rma_piece> pieces;
+    std::size_t remaining;  // replies still to come
+    counter* flag;
+};
+
+// A general get: requests list {offset, length} records, each reply carries the bytes of its
+// records back. The record of the whole operation stays here; replies name it by address.
+void rma_layer::getv_am(int rank, std::vector<rma_piece> pieces, counter* flag) {
+    struct group {
+        std::size_t first, count;
+    };
+    std::vector<group> groups;
+    const std::size_t max_records = _max_medium / record_bytes;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+        if (groups.empty() || bytes + pieces[i].len > _max_medium ||
+            groups.back().count == max_records) {
+            groups.push_back(group{i, 0});
+            bytes = 0;
+        }
+        ++groups.back().count;
+        bytes += pieces[i].len;
+    }
+    // Every request is counted before the first is sent: a send polls and replies may run.
+    auto* rec = new getv_record{std::move(pieces), groups.size(), flag};
+    std::vector<std::byte> desc;
+    for (const group& g : groups) {
+        desc.clear();
+        for (std::size_t i = g.first; i < g.first + g.count; ++i) {
+            put_record(desc, rec->pieces[i].remote, static_cast<std::uint32_t>(rec->pieces[i].len));
+        }
+        _ctx.request(rank, _h_getv, std::span<const std::byte>(desc), to_wire(rec),
+                     std::uint64_t{g.first});
+    }
+}
+
+// ----------------------------------------------------------------------------------- handlers
+
+void rma_layer::finish_put(token& t, std::uint64_t flagword, std::uint64_t done) {
+    if ((flagword & flag_mask) != 0) {
+        on_flag(t, static_cast<std::uint32_t>((flagword & flag_mask) - 1));
+    }
+    if (done != 0) t.reply(_h_ack, done);
+}
+
+void rma_layer::on_flag(token& t, std::uint32_t id) {
+    counter* k = _counters.find(id);
+    if (k == nullptr) {
+        fail(errc::invalid_argument, "am::context::put", _rank,
+             "the flag of a put from rank " + std::to_string(t.source()) + " is counter #" +
+                 std::to_string(id) +
+                 ", which does not exist on this rank: create the counters used as remote "
+                 "flags in the same order on every rank, before the puts that name them");
+    }
+    k->add();
+}
+
+void rma_layer::on_put_done(token& t, std::uint64_t flagword, std::uint64_t done) {
+    finish_put(t, flagword, done);
+}
+
+void rma_layer::on_put_packed(token& t, std::span<const std::byte> payload, std::uint64_t flagword,
+                              std::uint64_t done) {
+    std::byte* base = _bases[static_cast<std::size_t>(_rank)];
+    std::size_t pos = 0;
+    while (pos < payload.size()) {
+        std::uint64_t off = 0;
+        std::uint32_t len = 0;
+        if (payload.size() - pos < record_bytes) {
+            check_remote(t.source(), 0, ~std::uint64_t{0}, "a truncated put record");
+        }
+        get_record(payload.data() + pos, off, len);
+        pos += record_bytes;
+        if (payload.size() - pos < len) {
+            check_remote(t.source(), off, ~std::uint64_t{0},
+                         "a put record longer than its message");
+        }
+        check_remote(t.source(), off, len, "a put");
+        std::memcpy(base + off, payload.data() + pos, len);
+        pos += len;
+    }
+    finish_put(t, flagword, done);
+}
+
+void rma_layer::on_get(token& t, std::uint64_t offset, std::uint64_t len, std::uint64_t dst,
+                       std::uint64_t flag) {
+    check_remote(t.source(), offset, len, "a get");
+    const std::byte* base = _bases[static_cast<std::size_t>(_rank)];
+    t.reply(_h_get_data, std::span(base + offset, len), dst, flag);
+}
+
+void rma_layer::on_get_long(token& t, std::uint64_t offset, std::uint64_t len,
+                            std::uint64_t dst_offset, std::uint64_t flag) {
+    check_remote(t.source(), offset, len, "a get");
+    const std::byte* base = _bases[static_cast<std::size_t>(_rank)];
+    t.reply(_h_get_long_data, std::span(base + offset, len), dst_offset, flag);
+}
+
+void rma_layer::on_getv(token& t, std::span<const std::byte> desc, std::uint64_t record,
+                        std::uint64_t first) {
+    if (desc.size() % record_bytes != 0) {
+        check_remote(t.source(), 0, ~std::uint64_t{0}, "a truncated get record");
+    }
+    const std::byte* base = _bases[static_cast<std::size_t>(_rank)];
+    _scratch.clear();
+    for (std::size_t pos = 0; pos < desc.size(); pos += record_bytes) {
+        std::uint64_t off = 0;
+        std::uint32_t len = 0;
+        get_record(desc.data() + pos, off, len);
+        check_remote(t.source(), off, len, "a get");
+        _scratch.insert(_scratch.end(), base + off, base + off + len);
+    }
+    t.reply(_h_getv_data, std::span<const std::byte>(_scratch), record, first,
+            std::uint64_t{desc.size() / record_bytes});
+}
+
+void rma_layer::on_getv_data(token& /*t*/, std::span<const std::byte> data, std::uint64_t record,
+                             std::uint64_t first, std::uint64_t count) {
+    auto* rec = reinterpret_cast<getv_record*>(static_cast<std::uintptr_t>(record));
+    std::size_t pos = 0;
+    for (std::size_t i = first; i < first + count && i < rec->pieces.size(); ++i) {
+        const rma_piece& p = rec->pieces[i];
+        if (data.size() - pos < p.len) break;
+        std::memcpy(p.local, data.data() + pos, p.len);
+        pos += p.len;
+    }
+    if (pos != data.size() || first + count > rec->pieces.size()) {
+        fail(errc::invalid_argument, "am::rma", _rank, "a get reply does not match its request");
+    }
+    if (--rec->remaining == 0) {
+        rec->flag->add();
+        delete rec;
+    }
+}
+
+// ------------------------------------------------------------- entry points of the public API
+
+namespace {
+
+rma_layer& rma_of(const context& c, const char* call) {
+    model_set* m = c.models();
+    if (m == nullptr) {
+        throw error(errc::bad_context,
+                    std::string(call) + ": rank " + std::to_string(c.rank()) +
+                        ": this context has no Split-C layer (create contexts with am::run)");
+    }
+    return m->rma();
+}
+
+}  // namespace
+
+void rma_put(context& c, const rma_shape& s, counter* flag, counter* done, const char* call) {
+    rma_of(c, call).put(s, flag, done, call);
+}
+void rma_get(context& c, const rma_shape& s, counter* flag, const char* call) {
+    rma_of(c, call).get(s, flag, call);
+}
+std::uint64_t rma_allocate(context& c, std::size_t bytes, std::size_t align) {
+    return rma_of(c, "am::context::allocate").allocate(bytes, align);
+}
+void rma_deallocate(context& c, int rank, std::uint64_t offset) {
+    rma_of(c, "am::context::deallocate").deallocate(rank, offset);
+}
+void rma_exchange(context& c, const void* in, void* out, std::size_t bytes) {
+    rma_of(c, "am::context::exchange").exchange(in, out, bytes);
+}
+void* rma_local(const context& c, int rank, std::uint64_t offset, std::size_t bytes) noexcept {
+    model_set* m = c.models();
+    return m == nullptr ? nullptr : m->rma().local(rank, offset, bytes);
+}
+std::uint64_t rma_offset_of(const context& c, const void* p, std::size_t bytes) {
+    return rma_of(c, "am::context::to_global").offset_of(p, bytes);
+}
+std::uint32_t counter_attach(context& c, counter* k) noexcept {
+    model_set* m = c.models();
+    return m == nullptr ? counter_table::none : m->rma().counters().attach(k);
+}
+void counter_detach(context& c, std::uint32_t id) noexcept {
+    model_set* m = c.models();
+    if (m != nullptr) m->rma().counters().detach(id);
+}
+
+}  // namespace am::detail
