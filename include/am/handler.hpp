@@ -45,6 +45,13 @@ std::span<const std::byte> bytes(const Range& r) {
     return std::as_bytes(std::span(r));
 }
 
+/// View a contiguous range of trivially copyable values as a writable byte span, e.g. the
+/// buffer of `ctx.recv(source, tag, am::writable_bytes(vec))`.
+template <class Range>
+std::span<std::byte> writable_bytes(Range& r) {
+    return std::as_writable_bytes(std::span(r));
+}
+
 namespace detail {
 
 /// A handler argument travels in one 8-byte slot: trivially copyable and at most 8 bytes.
