@@ -131,12 +131,20 @@ message_status msg_recv(context& c, int source, int tag, std::span<std::byte> bu
 request msg_isend(context& c, int dest, int tag, std::span<const std::byte> data, const char* call);
 request msg_irecv(context& c, int source, int tag, std::span<std::byte> buffer, const char* call);
 
+/// `n * size`, or SIZE_MAX when that overflows: no range check can then pass, so an
+/// overflowing count is refused instead of wrapping into a small, valid-looking size.
+constexpr std::size_t bytes_of(std::size_t n, std::size_t size) noexcept {
+    std::size_t bytes = 0;
+    return __builtin_mul_overflow(n, size, &bytes) ? SIZE_MAX : bytes;
+}
+
 template <class T>
 rma_shape contiguous(global_ptr<T> p, const T* local, std::size_t n) noexcept {
+    const std::size_t bytes = bytes_of(n, sizeof(T));
     return rma_shape{
         p.rank(),        p.offset(),
-        n * sizeof(T),   const_cast<std::byte*>(reinterpret_cast<const std::byte*>(local)),
-        n * sizeof(T),   n * sizeof(T),
+        bytes,           const_cast<std::byte*>(reinterpret_cast<const std::byte*>(local)),
+        bytes,           bytes,
         n == 0 ? 0u : 1u};
 }
 
@@ -351,7 +359,8 @@ class context {
     template <class T>
     global_ptr<T> allocate(std::size_t n = 1) {
         constexpr std::size_t align = alignof(T) > 16 ? alignof(T) : 16;
-        return global_ptr<T>(rank(), detail::rma_allocate(*this, n * sizeof(T), align));
+        return global_ptr<T>(rank(),
+                             detail::rma_allocate(*this, detail::bytes_of(n, sizeof(T)), align));
     }
     /// Returns a block from `allocate` to this rank's segment. The memory must no longer be
     /// the target of any put or get.
@@ -376,8 +385,8 @@ class context {
         return out;
     }
     /// The address of `p`'s object in this process when its segment is mapped here (always
-    /// for this rank; for every rank on threads and shm), else nullptr. Accesses through it
-    /// are ordinary memory accesses: synchronise with flags or barriers.
+    /// for this rank; for every rank on threads and shm unless `AM_RMA=am`), else nullptr. Accesses
+    /// through it are ordinary memory accesses: synchronise with flags or barriers.
     template <class T>
     [[nodiscard]] T* local(global_ptr<T> p) const noexcept {
         return static_cast<T*>(detail::rma_local(*this, p.rank(), p.offset(), sizeof(T)));
@@ -514,10 +523,10 @@ class context {
                                      std::size_t rows) noexcept {
         return detail::rma_shape{remote.rank(),
                                  remote.offset(),
-                                 remote_stride * sizeof(T),
+                                 detail::bytes_of(remote_stride, sizeof(T)),
                                  const_cast<std::byte*>(reinterpret_cast<const std::byte*>(local)),
-                                 local_stride * sizeof(T),
-                                 width * sizeof(T),
+                                 detail::bytes_of(local_stride, sizeof(T)),
+                                 detail::bytes_of(width, sizeof(T)),
                                  width == 0 ? 0 : rows};
     }
     template <class T>

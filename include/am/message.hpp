@@ -58,7 +58,8 @@ class request {
     /// Polls until the operation completes and returns its status (for a send: the
     /// destination, tag and size). Throws as `test`. Not callable from a handler.
     message_status wait();
-    /// True until `wait` or a successful `test` has completed the operation.
+    /// True until `wait` or a successful `test` has completed the operation. An eager `isend`
+    /// (payload within `AM_EAGER_BYTES`) is complete when it returns: never active.
     [[nodiscard]] bool active() const noexcept { return _op != nullptr; }
     /// The status of the completed operation (meaningful once `test` returned true or `wait`
     /// returned).

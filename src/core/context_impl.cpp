@@ -76,6 +76,18 @@ context_impl::~context_impl() {
 
 // ---------------------------------------------------------------------------------- sending
 
+// The program's handlers sit after the library's own in the table: the message counts only
+// the program's and gives the indices they occupy.
+std::string context_impl::unregistered(std::uint32_t handler) const {
+    const std::uint32_t count = _table.count();
+    std::string what = "handler " + std::to_string(handler) + " is not registered (" +
+                       std::to_string(count - _builtin) + " handlers";
+    if (count > _builtin) {
+        what += "; valid indices " + std::to_string(_builtin) + " to " + std::to_string(count - 1);
+    }
+    return what + ")";
+}
+
 void context_impl::validate(const send_desc& d, bool reply) const {
     const char* call = reply ? "am::token::reply" : "am::context::request";
     if (d.dest < 0 || d.dest >= _size) [[unlikely]] {
@@ -90,9 +102,7 @@ void context_impl::validate(const send_desc& d, bool reply) const {
                      " is registered but not yet enabled: call barrier() on every rank after "
                      "registering handlers");
         }
-        fail(errc::bad_handler, call, _rank,
-             "handler " + std::to_string(d.handler) + " is not registered (" +
-                 std::to_string(_table.count()) + " handlers)");
+        fail(errc::bad_handler, call, _rank, unregistered(d.handler));
     }
     const handler_cold& e = _table.cold(d.handler);
     if (e.kind != d.kind || e.nargs != d.nargs) [[unlikely]] {

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -77,6 +78,8 @@ class context_impl final : public transport::message_sink {
     }
     [[nodiscard]] bool in_reply_handler() const noexcept { return t_frame == frame_of(this, 1); }
     void count_reply() noexcept { bump(_replies); }
+    /// The error text for a send naming `handler`, which is not in the table.
+    [[nodiscard]] std::string unregistered(std::uint32_t handler) const;
     [[nodiscard]] am::stats snapshot() const;
     void start_progress_thread();
     void stop_progress_thread() noexcept;

@@ -228,6 +228,7 @@ message_status msg_layer::recv(int source, int tag, std::span<std::byte> buffer)
     check_recv(source, tag, buffer, call);
     core_check_wait(&_core, call);
     msg_op op;
+    op.call = call;
     op.want_source = source;
     op.want_tag = tag;
     op.buffer = buffer.data();
@@ -246,6 +247,7 @@ message_status msg_layer::recv(int source, int tag, std::span<std::byte> buffer)
 request msg_layer::irecv(int source, int tag, std::span<std::byte> buffer, const char* call) {
     check_recv(source, tag, buffer, call);
     auto* op = new msg_op;
+    op->call = call;
     op->want_source = source;
     op->want_tag = tag;
     op->buffer = buffer.data();
@@ -265,42 +267,43 @@ bool msg_layer::cancel(msg_op* op) {
 
 // ----------------------------------------------------------------------------------- handlers
 
+// The first posted receive that matches and has room takes the message. Matching receives
+// before it that are too small fail (too_large) and leave the list; the message then goes to a
+// later one, or waits in the unexpected queue for a larger receive.
+msg_op* msg_layer::take_posted(int source, int tag, std::size_t bytes) {
+    for (auto it = _posted.begin(); it != _posted.end();) {
+        msg_op* op = *it;
+        if (!matches(*op, source, tag)) {
+            ++it;
+            continue;
+        }
+        it = _posted.erase(it);
+        if (op->capacity >= bytes) return op;
+        fail_too_large(*op, source, tag, bytes, op->call);
+    }
+    return nullptr;
+}
+
 void msg_layer::on_eager(token& t, int tag, std::span<const std::byte> data) {
     const int source = t.source();
     guard g(*this);
-    const auto it = std::find_if(_posted.begin(), _posted.end(),
-                                 [&](const msg_op* op) { return matches(*op, source, tag); });
-    if (it != _posted.end() && (*it)->capacity >= data.size()) {
-        msg_op* op = *it;
-        _posted.erase(it);
-        if (!data.empty()) std::memcpy(op->buffer, data.data(), data.size());
-        finish(*op, source, tag, data.size());
+    msg_op* op = take_posted(source, tag, data.size());
+    if (op == nullptr) {
+        _unexpected.push_back(unexpected_msg{source, tag, data.size(), 0,
+                                             std::vector<std::byte>(data.begin(), data.end())});
         return;
     }
-    _unexpected.push_back(unexpected_msg{source, tag, data.size(), 0,
-                                         std::vector<std::byte>(data.begin(), data.end())});
-    if (it != _posted.end()) {
-        msg_op* op = *it;
-        _posted.erase(it);
-        fail_too_large(*op, source, tag, data.size(), "am::context::irecv");
-    }
+    if (!data.empty()) std::memcpy(op->buffer, data.data(), data.size());
+    finish(*op, source, tag, data.size());
 }
 
 void msg_layer::on_rts(token& t, int tag, std::size_t bytes, std::uint64_t sender) {
     const int source = t.source();
     guard g(*this);
-    const auto it = std::find_if(_posted.begin(), _posted.end(),
-                                 [&](const msg_op* op) { return matches(*op, source, tag); });
     const unexpected_msg m{source, tag, bytes, sender, {}};
-    if (it == _posted.end()) {
+    msg_op* op = take_posted(source, tag, bytes);
+    if (op == nullptr) {
         _unexpected.push_back(m);
-        return;
-    }
-    msg_op* op = *it;
-    _posted.erase(it);
-    if (op->capacity < bytes) {
-        _unexpected.push_back(m);
-        fail_too_large(*op, source, tag, bytes, "am::context::irecv");
         return;
     }
     g.unlock();

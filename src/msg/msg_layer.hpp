@@ -27,6 +27,7 @@ struct msg_op {
     std::string what;
     message_status status;
     // receive
+    const char* call = "am::context::irecv";  // named in a too_large failure
     int want_source = any_source;
     int want_tag = any_tag;
     std::byte* buffer = nullptr;
@@ -74,6 +75,7 @@ class msg_layer {
     /// Takes the first unexpected message matching `op` into it, or posts `op`. True when
     /// `op` got a message (complete, or a rendezvous under way).
     bool match_or_post(msg_op& op, const char* call);
+    msg_op* take_posted(int source, int tag, std::size_t bytes);
     void start_rendezvous(msg_op& op, const unexpected_msg& m);
     void fail_too_large(msg_op& op, int source, int tag, std::size_t bytes, const char* call);
     void wait_complete(msg_op& op);

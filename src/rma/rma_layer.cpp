@@ -213,7 +213,15 @@ void rma_layer::check(const rma_shape& s, const char* call) const {
              "target rank " + std::to_string(s.rank) + " out of range [0, " +
                  std::to_string(_size) + ")");
     }
-    if (s.rows == 0) return;
+    if (s.rows == 0) {
+        if (s.offset > _segment_bytes) {
+            fail(errc::out_of_segment, call, _rank,
+                 "offset " + std::to_string(s.offset) + " is outside rank " +
+                     std::to_string(s.rank) + "'s segment of " + std::to_string(_segment_bytes) +
+                     " bytes");
+        }
+        return;
+    }
     if (s.local == nullptr) fail(errc::invalid_argument, call, _rank, "null local buffer");
     std::uint64_t last = 0;  // offset of the last block from s.offset
     if (s.index != nullptr) {
@@ -250,6 +258,16 @@ void rma_layer::check_remote(int source, std::uint64_t offset, std::uint64_t len
     }
 }
 
+// A reply handler may not send requests (the core's deadlock-freedom rule). Refused before
+// anything is copied, so a put that would need a message writes nothing.
+void rma_layer::check_sends(bool sends, const char* call) const {
+    if (sends && _core.in_reply_handler()) {
+        fail(errc::bad_context, call, _rank,
+             "called from a reply handler and it needs a request message (AM path, or a flag on "
+             "another rank); reply handlers may not send requests");
+    }
+}
+
 std::uint64_t rma_layer::check_flag(counter* flag, int target, const char* call) const {
     if (flag == nullptr) return 0;
     if (flag->id() >= counter_table::capacity) {
@@ -268,6 +286,7 @@ void rma_layer::put(const rma_shape& s, counter* flag, counter* done, const char
     const bool blocking = flag == nullptr && done == nullptr;
     if (blocking) core_check_wait(&_core, call);
     const std::uint64_t flagword = check_flag(flag, s.rank, call);
+    check_sends(!direct(s.rank) || (flag != nullptr && s.rank != _rank), call);
     if (direct(s.rank)) {
         put_direct(s);
         if (flag != nullptr) {
@@ -292,6 +311,7 @@ void rma_layer::put(const rma_shape& s, counter* flag, counter* done, const char
 void rma_layer::get(const rma_shape& s, counter* flag, const char* call) {
     check(s, call);
     if (flag == nullptr) core_check_wait(&_core, call);
+    check_sends(!direct(s.rank), call);
     if (direct(s.rank)) {
         get_direct(s);
         if (flag != nullptr) flag->add();
@@ -385,7 +405,7 @@ void rma_layer::get_am(const rma_shape& s, counter* flag) {
     const auto dst = reinterpret_cast<std::uintptr_t>(s.local);
     if (s.rows == 1 && dst >= own && dst - own <= _segment_bytes - s.width) {
         // The destination is in this rank's segment: one long reply writes it in place.
-        _ctx.request(s.rank, _h_get_long, s.offset, std::uint64_t{s.width},
+        _ctx.request(s.rank, _h_get_long, remote_offset(s, 0), std::uint64_t{s.width},
                      std::uint64_t{dst - own}, to_wire(flag));
         return;
     }

@@ -81,6 +81,7 @@ class rma_layer {
 
     void check(const rma_shape& s, const char* call) const;
     void check_remote(int source, std::uint64_t offset, std::uint64_t len, const char* what) const;
+    void check_sends(bool sends, const char* call) const;
     [[nodiscard]] std::uint64_t check_flag(counter* flag, int target, const char* call) const;
     [[nodiscard]] bool direct(int rank) const noexcept {
         return _direct && _bases[static_cast<std::size_t>(rank)] != nullptr;

@@ -64,10 +64,11 @@ TEST_P(errors, unregistered_handler) {
             t.reply(answer, 42);  // the failed reply did not use up the token
         });
         ctx.barrier();
-        const std::uint32_t count = ask.index + 1;  // handlers registered on every rank
+        const std::uint32_t count = ask.index + 1;  // table size: library's and program's handlers
         const int right = (me + 1) % n;
         for (int i = 0; i < 3; ++i) ctx.request(right, s, i);
-        const std::string table = "(" + std::to_string(count) + " handlers)";
+        // The message counts the program's handlers and names the indices they occupy.
+        const std::string table = " to " + std::to_string(ask.index) + ")";
         expect_error(
             [&] { ctx.request(right, decltype(s){}, 1); }, am::errc::bad_handler,
             {"am::context::request", rank_of(ctx), "handler 4294967295", "not registered", table});
