@@ -11,6 +11,7 @@
 // flood:    windowed MPI_Isend message rate for --sizes (op "isend_window"): per window the
 //           receiver pre-posts `window` MPI_Irecv, the sender posts `window` MPI_Isend, both
 //           MPI_Waitall, and the receiver acknowledges with a 0-byte message (osu_bw style).
+#include "common/mpi_hop.hpp"
 #include "common/options.hpp"
 #include "common/report.hpp"
 #include "common/sys.hpp"
@@ -19,7 +20,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <new>
 #include <vector>
 
 namespace am::bench {
@@ -43,26 +43,9 @@ struct job {
     }
 };
 
-/// The raw cache-line hop between the two ranks' cores through an MPI shared-memory window,
-/// as the am run measures it: tells whether both runs had their cores equally far apart.
 void hop_point(job& j) {
-    MPI_Win win;
-    void* mine = nullptr;
-    const MPI_Aint bytes = j.rank == 0 ? static_cast<MPI_Aint>(sizeof(hop_lines)) : 0;
-    if (MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &win) !=
-        MPI_SUCCESS) {
-        return;
-    }
-    MPI_Aint size = 0;
-    int disp = 0;
-    void* lines = nullptr;
-    MPI_Win_shared_query(win, 0, &size, &disp, &lines);
-    if (j.rank == 0) new (lines) hop_lines{};
-    MPI_Barrier(MPI_COMM_WORLD);
-    const auto v = cacheline_hop(*static_cast<hop_lines*>(lines), j.rank, j.o.reps, 20000);
-    j.report("hop", 8, "latency_us", v, "cacheline");
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Win_free(&win);
+    const auto v = mpi_cacheline_hop(j.rank, j.o.reps);
+    if (!v.empty()) j.report("hop", 8, "latency_us", v, "cacheline");
 }
 
 void pingpong_rounds(job& j, std::size_t bytes, std::uint64_t n) {

@@ -24,6 +24,7 @@ int run_am_job(const options& o, const job_params& p, const rank_body& body, rep
     cfg.transport =
         o.transport == "threads" ? am::transport_kind::threads : am::transport_kind::shm;
     while (cfg.segment_bytes < p.segment_bytes) cfg.segment_bytes *= 2;
+    cfg.rma = p.rma;
     // Under `amrun` the job's shape comes from the launcher, whatever the options say.
     const bool under_amrun = std::getenv("AM_SHM_NAME") != nullptr;
     const std::string transport = under_amrun ? "shm" : o.transport;

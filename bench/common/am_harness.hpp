@@ -56,6 +56,7 @@ using rank_body = std::function<void(am::context&, rank_env&)>;
 struct job_params {
     std::size_t segment_bytes = 0;  ///< at least this segment per rank
     bool hop = true;                ///< measure the cache-line hop between ranks 0 and 1 first
+    am::rma_path rma = am::rma_path::automatic;  ///< how put/get travel (`config::rma`)
 };
 
 /// Runs `body` on every rank (transport, ranks and pinning from `o`, bench name `o.bench`),

@@ -15,6 +15,9 @@
 #ifndef AM_BENCH_MPI_BASELINE
 #define AM_BENCH_MPI_BASELINE ""
 #endif
+#ifndef AM_BENCH_MPI_RMA_BASELINE
+#define AM_BENCH_MPI_RMA_BASELINE ""
+#endif
 #ifndef AM_BENCH_MPIEXEC
 #define AM_BENCH_MPIEXEC "mpirun"
 #endif
@@ -26,9 +29,14 @@ bool is_file(const std::string& p) {
     return !p.empty() && access(p.c_str(), X_OK) == 0;
 }
 
-// The baseline's path: where the build put it, else next to this executable.
-std::string baseline_path() {
-    const std::string built = AM_BENCH_MPI_BASELINE;
+const char* program_name(mpi_program p) {
+    return p == mpi_program::rma ? "mpi_rma_baseline" : "mpi_baseline";
+}
+
+// The program's path: where the build put it, else next to this executable.
+std::string program_path(mpi_program p) {
+    const std::string built =
+        p == mpi_program::rma ? AM_BENCH_MPI_RMA_BASELINE : AM_BENCH_MPI_BASELINE;
     if (built.empty()) return {};
     if (is_file(built)) return built;
     char self[4096];
@@ -36,7 +44,8 @@ std::string baseline_path() {
     if (n <= 0) return {};
     std::string dir(self, static_cast<std::size_t>(n));
     dir.resize(dir.rfind('/') + 1);
-    return is_file(dir + "mpi_baseline") ? dir + "mpi_baseline" : std::string{};
+    const std::string next_to_us = dir + program_name(p);
+    return is_file(next_to_us) ? next_to_us : std::string{};
 }
 
 [[noreturn]] void exec_child(int out_fd, std::vector<std::string>& argv) {
@@ -83,13 +92,19 @@ std::vector<std::string> forwarded_options(const options& o) {
 
 bool run_mpi_baseline(const options& o, const std::string& mode,
                       const std::vector<std::string>& args, reporter& rep) {
-    const std::string exe = baseline_path();
+    return run_mpi_program(o, mpi_program::baseline, mode, args, rep);
+}
+
+bool run_mpi_program(const options& o, mpi_program program, const std::string& mode,
+                     const std::vector<std::string>& args, reporter& rep) {
+    const std::string exe = program_path(program);
     if (exe.empty()) {
         static bool said = false;  // once per process, not once per round
         if (!said) {
             std::fprintf(stderr,
-                         "bench: NO MPI BASELINE: mpi_baseline was not built (MPI not found at "
-                         "configure time, or -DAM_WITH_MPI=OFF); am figures are not compared\n");
+                         "bench: NO MPI BASELINE: %s was not built (MPI not found at "
+                         "configure time, or -DAM_WITH_MPI=OFF); am figures are not compared\n",
+                         program_name(program));
         }
         said = true;
         return false;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /// @file
-/// Runs the MPI baseline (bench/mpi_baseline.cpp) as a child job in the same invocation:
-/// `mpirun -n 2 --bind-to core <mpi_baseline> <mode> <options>`, forwarding its JSON lines.
+/// Runs the MPI baseline (bench/mpi_baseline.cpp, or bench/mpi_rma_baseline.cpp) as a child
+/// job in the same invocation: `mpirun -n 2 --bind-to core <program> <mode> <options>`,
+/// forwarding its JSON lines.
 #pragma once
 
 #include "options.hpp"
@@ -16,9 +17,19 @@ namespace am::bench {
 /// (no --no-baseline), could not be run: the comparison the program exists for is missing.
 inline constexpr int no_baseline_status = 3;
 
-/// Launches the baseline with 2 MPI ranks (bound to cores 0 and 1, like the pinned am ranks)
+/// The MPI programs an am benchmark can start.
+enum class mpi_program {
+    baseline,  ///< bench/mpi_baseline.cpp: ping-pong and flood (two-sided)
+    rma,       ///< bench/mpi_rma_baseline.cpp: MPI_Put/MPI_Get in a passive-target epoch
+};
+
+/// Launches `program` with 2 MPI ranks (bound to cores 0 and 1, like the pinned am ranks)
 /// and adds every result line it prints to `rep`. Returns false, after saying why on stderr,
-/// when the baseline was not built, mpirun is missing, or the job failed.
+/// when the program was not built, mpirun is missing, or the job failed.
+bool run_mpi_program(const options& o, mpi_program program, const std::string& mode,
+                     const std::vector<std::string>& args, reporter& rep);
+
+/// `run_mpi_program` with mpi_baseline.
 bool run_mpi_baseline(const options& o, const std::string& mode,
                       const std::vector<std::string>& args, reporter& rep);
 

@@ -27,7 +27,10 @@ options (shared by every program in bench/):
   --rounds N           repeat (am run, MPI run) N times, alternating, and pool them: median
                        of the per-round medians, min of minima, max of maxima; ratios are
                        taken within each round (default 1; 5 with --demo)
-  --window N           MPI_Isend window of the MPI flood and bandwidth runs (default 64)
+  --window N           MPI_Isend window of the MPI flood and bandwidth runs (default 64);
+                       outstanding operations per window in rma_bw and sendrecv_pingpong
+  --rma P              rma_lat, rma_bw: put/get path to measure: auto (direct copies where
+                       the segment is mapped), am (active messages only) or both (default)
   --mpirun PATH        launcher of the MPI baseline (default: the one found at build time)
   --touch              am_flood: medium handlers read every payload byte (as a consumer would;
                        MPI_Recv copies it in any case); default: the payload is not read
@@ -141,6 +144,11 @@ options parse_options(int argc, char** argv, const char* summary) {
             o.mpirun = value();
         } else if (a == "--bench") {
             o.bench = value();
+        } else if (a == "--rma") {
+            o.rma = value();
+            if (o.rma != "auto" && o.rma != "am" && o.rma != "both") {
+                die(prog, "--rma must be auto, am or both");
+            }
         } else if (a == "--touch") {
             o.touch = true;
         } else if (a == "--demo") {
@@ -181,6 +189,12 @@ std::uint64_t iters_for(const options& o, const work_plan& plan, std::size_t byt
 std::uint64_t warmup_for(const options& o, std::uint64_t iters) {
     if (o.warmup != 0) return o.warmup;
     return std::max<std::uint64_t>(iters / 10, std::min<std::uint64_t>(iters, 10));
+}
+
+window_plan windows_for(const options& o, std::uint64_t ops) {
+    const std::uint64_t w = std::max<std::uint64_t>(
+        1, std::min<std::uint64_t>(static_cast<std::uint64_t>(o.window), ops));
+    return {w, (ops + w - 1) / w};
 }
 
 std::string join_sizes(const std::vector<std::size_t>& v) {

@@ -44,6 +44,7 @@ struct options {
     std::string mpirun;  ///< --mpirun PATH: launcher for the baseline
     std::string mode;    ///< first positional argument (mpi_baseline: pingpong|flood)
     std::string bench;   ///< --bench NAME: value of the "bench" key (mpi_baseline)
+    std::string rma;     ///< --rma auto|am|both: put/get paths to measure (rma_lat, rma_bw)
 
     /// Whether to pin rank r to core r, after resolving the default.
     [[nodiscard]] bool pinned(int cores) const { return pin < 0 ? ranks <= cores : pin != 0; }
@@ -65,6 +66,18 @@ std::uint64_t iters_for(const options& o, const work_plan& plan, std::size_t byt
 
 /// Untimed warm-up iterations before the repetitions of a point.
 std::uint64_t warmup_for(const options& o, std::uint64_t iters);
+
+/// A stream of one-sided operations in windows: `window` operations outstanding, then a wait
+/// for all of them; `windows` per repetition.
+struct window_plan {
+    std::uint64_t window;
+    std::uint64_t windows;
+};
+
+/// The windows for `ops` operations per repetition: --window operations per window (at most
+/// `ops`), `ops` rounded up to whole windows. Shared by the am RMA programs and their MPI
+/// baseline so both stream the same number of operations.
+window_plan windows_for(const options& o, std::uint64_t ops);
 
 /// "8,16,32" from a list of sizes (to forward options to a child process).
 std::string join_sizes(const std::vector<std::size_t>& v);
