@@ -12,6 +12,8 @@ namespace am {
 enum class transport_kind {
     threads,  ///< ranks are threads of one process (the embedded default)
     shm,      ///< ranks are processes on one host, talking through POSIX shared memory
+    mpi,      ///< ranks are the processes of an MPI job (mpirun, mpiexec, srun); needs am built
+              ///< with MPI. Peers on the same node talk through shared memory (`node_size`).
 };
 
 /// How `put` and `get` reach a rank's segment.
@@ -23,9 +25,11 @@ enum class rma_path {
 /// Job configuration. `config::from_env()` reads the environment; a default-constructed
 /// config is the documented default. Read by `am::run` once, before any rank starts.
 struct config {
-    /// Number of ranks (`AM_RANKS`, default 1). Ignored when launched by `amrun`.
+    /// Number of ranks (`AM_RANKS`, default 1). Ignored when launched by `amrun` and on the mpi
+    /// transport, where the communicator's size is the rank count.
     int ranks = 1;
-    /// Transport (`AM_TRANSPORT=threads|shm`, default threads).
+    /// Transport (`AM_TRANSPORT=threads|shm|mpi`). Default: mpi when the process was started
+    /// by an MPI launcher (Open MPI, MPICH/Hydra, Slurm with PMI or PMIx), else threads.
     transport_kind transport = transport_kind::threads;
     /// Bytes of each ring: one ring per ordered pair of ranks and per lane (`AM_RING_BYTES`).
     /// 0 picks 256 KiB for up to 16 ranks and less beyond. Rounded up to a power of two,
@@ -46,6 +50,10 @@ struct config {
     /// Largest message `send`/`isend` transfer eagerly (`AM_EAGER_BYTES`, default 8 KiB,
     /// bounded by `context::max_medium()`); larger ones use the three-phase protocol.
     std::size_t eager_bytes = std::size_t{8} << 10;
+    /// mpi transport: the most ranks that count as one node (`AM_NODE_SIZE`, default 0 = no
+    /// cap). Ranks of one node (same host, and within the cap, in rank order) reach each other
+    /// through shared memory and other ranks through MPI. 1 sends everything through MPI.
+    int node_size = 0;
     /// Print per-rank statistics to stderr when the rank finishes (`AM_STATS=1`).
     bool print_stats = false;
 
@@ -53,5 +61,8 @@ struct config {
     /// Throws `am::error` naming the variable when one cannot be parsed.
     static config from_env();
 };
+
+/// True when this process was started by an MPI launcher (its environment says so).
+[[nodiscard]] bool launched_by_mpi() noexcept;
 
 }  // namespace am

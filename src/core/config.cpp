@@ -52,6 +52,14 @@ bool parse_bool(const char* name, const char* text) {
 
 }  // namespace
 
+bool launched_by_mpi() noexcept {
+    // Open MPI, MPICH/Hydra and Slurm (PMI-1/2), PMIx (Open MPI 5, srun --mpi=pmix).
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"}) {
+        if (std::getenv(v) != nullptr) return true;
+    }
+    return false;
+}
+
 config config::from_env() {
     config c;
     if (const char* v = std::getenv("AM_RANKS")) {
@@ -68,10 +76,22 @@ config config::from_env() {
             c.transport = transport_kind::threads;
         } else if (t == "shm") {
             c.transport = transport_kind::shm;
+        } else if (t == "mpi") {
+            c.transport = transport_kind::mpi;
         } else {
             throw error(errc::invalid_argument, "am::config::from_env: AM_TRANSPORT=\"" + t +
-                                                    "\" is not one of threads, shm");
+                                                    "\" is not one of threads, shm, mpi");
         }
+    } else if (launched_by_mpi()) {
+        c.transport = transport_kind::mpi;
+    }
+    if (const char* v = std::getenv("AM_NODE_SIZE")) {
+        const std::size_t n = parse_size("AM_NODE_SIZE", v);
+        if (n > 1u << 20) {
+            throw error(errc::invalid_argument,
+                        std::string("am::config::from_env: AM_NODE_SIZE=") + v + " is too large");
+        }
+        c.node_size = static_cast<int>(n);
     }
     if (const char* v = std::getenv("AM_RING_BYTES")) c.ring_bytes = parse_size("AM_RING_BYTES", v);
     if (const char* v = std::getenv("AM_SEGMENT_BYTES")) {

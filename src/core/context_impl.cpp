@@ -134,16 +134,19 @@ void context_impl::validate(const send_desc& d, bool reply) const {
     }
 }
 
-std::size_t context_impl::message_bytes(const send_desc& d) const noexcept {
+std::size_t context_impl::message_bytes(const send_desc& d, bool inline_long) const noexcept {
     const std::size_t fixed = fixed_bytes(d.nargs);
     if (d.kind == category::medium) return fixed + d.len;
-    if (d.kind == category::long_am) return fixed + long_trailer;
+    if (d.kind == category::long_am) return fixed + long_trailer + (inline_long ? d.len : 0);
     return fixed;
 }
 
-void context_impl::write_message(std::byte* out, const send_desc& d) const noexcept {
-    const wire_header h{static_cast<std::uint16_t>(d.handler), static_cast<std::uint8_t>(d.kind),
-                        d.nargs, static_cast<std::uint32_t>(_rank)};
+void context_impl::write_message(std::byte* out, const send_desc& d,
+                                 bool inline_long) const noexcept {
+    const auto kind = static_cast<std::uint8_t>(static_cast<std::uint8_t>(d.kind) |
+                                                (inline_long ? inline_payload : 0));
+    const wire_header h{static_cast<std::uint16_t>(d.handler), kind, d.nargs,
+                        static_cast<std::uint32_t>(_rank)};
     std::memcpy(out, &h, sizeof h);
     std::memcpy(out + sizeof h, d.args, 8 * static_cast<std::size_t>(d.nargs));
     std::byte* rest = out + fixed_bytes(d.nargs);
@@ -152,20 +155,20 @@ void context_impl::write_message(std::byte* out, const send_desc& d) const noexc
     } else if (d.kind == category::long_am) {
         const std::uint64_t trailer[2] = {d.offset, d.len};
         std::memcpy(rest, trailer, sizeof trailer);
+        if (inline_long && d.len != 0) std::memcpy(rest + long_trailer, d.payload, d.len);
     }
 }
 
-void context_impl::copy_long_payload(const send_desc& d) const {
+// A long payload goes straight into the target's segment when it is mapped here, before the
+// header is published, so the handler sees it. Otherwise it travels inline (false).
+bool context_impl::copy_long_payload(const send_desc& d) const {
     const std::span<std::byte> seg = _tp.segment(d.dest);
-    if (seg.empty()) [[unlikely]] {
-        fail(errc::invalid_argument, "am::context::request", _rank,
-             "this transport cannot write rank " + std::to_string(d.dest) + "'s segment");
-    }
-    // The data lands before the header is published, so the handler sees it.
+    if (seg.empty()) return false;
     if (d.len != 0) std::memcpy(seg.data() + d.offset, d.payload, d.len);
+    return true;
 }
 
-bool context_impl::try_inject(const send_desc& d, std::size_t bytes) {
+bool context_impl::try_inject(const send_desc& d, std::size_t bytes, bool inline_long) {
     const unsigned lane = static_cast<unsigned>(d.ln);
     if (_pending_total != 0 &&
         !_pending[static_cast<std::size_t>(d.dest) * transport::num_lanes + lane].empty()) {
@@ -173,7 +176,7 @@ bool context_impl::try_inject(const send_desc& d, std::size_t bytes) {
     }
     std::byte* p = _tp.try_reserve(d.dest, lane, bytes);
     if (p == nullptr) return false;
-    write_message(p, d);
+    write_message(p, d, inline_long);
     _tp.commit(d.dest, lane, p, bytes);
     return true;
 }
@@ -184,10 +187,10 @@ void context_impl::update_slow_path() noexcept {
                      std::memory_order_relaxed);
 }
 
-void context_impl::enqueue(const send_desc& d, std::size_t bytes) {
+void context_impl::enqueue(const send_desc& d, std::size_t bytes, bool inline_long) {
     pending_msg m;
     m.bytes.resize(bytes);
-    write_message(m.bytes.data(), d);
+    write_message(m.bytes.data(), d, inline_long);
     _pending[static_cast<std::size_t>(d.dest) * transport::num_lanes + static_cast<unsigned>(d.ln)]
         .push_back(std::move(m));
     ++_pending_total;
@@ -243,19 +246,19 @@ inline std::size_t context_impl::poll_locked() {
 
 void context_impl::send(const send_desc& d, bool reply) {
     validate(d, reply);
-    const std::size_t bytes = message_bytes(d);
-    if (d.kind == category::long_am) copy_long_payload(d);
+    const bool inline_long = d.kind == category::long_am && !copy_long_payload(d);
+    const std::size_t bytes = message_bytes(d, inline_long);
     const bool from_handler = in_handler();
     {
         maybe_lock lock(_send_mutex, _locking);
-        if (try_inject(d, bytes)) [[likely]] {
+        if (try_inject(d, bytes, inline_long)) [[likely]] {
             count_sent(d);
             if (!from_handler && !_locking) (void)poll_locked();  // every send also makes progress
             return;
         }
         bump(_stalls);
         if (from_handler) {  // handlers never block: park it for later progress
-            enqueue(d, bytes);
+            enqueue(d, bytes, inline_long);
             bump(_queued);
             count_sent(d);
             return;
@@ -265,7 +268,7 @@ void context_impl::send(const send_desc& d, bool reply) {
     for (;;) {  // the rank's own thread waits for room, handling what arrives meanwhile
         if (poll() == 0) util::backoff(backoff);
         maybe_lock lock(_send_mutex, _locking);
-        if (try_inject(d, bytes)) {
+        if (try_inject(d, bytes, inline_long)) {
             count_sent(d);
             return;
         }
@@ -393,6 +396,10 @@ void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_
     const auto handler = static_cast<std::uint32_t>(header & 0xffff);
     const auto sig = static_cast<std::uint16_t>(header >> 16);
     if (handler >= _table.count() || _table.signature(handler) != sig) [[unlikely]] {
+        if (handler < _table.count() && (sig & inline_payload) != 0 &&
+            _table.signature(handler) == (sig & ~std::uint16_t{inline_payload})) {
+            return deliver_inline_long(source, lane, msg, len);
+        }
         return reject(source, handler >= _table.count()
                                   ? "unknown handler index"
                                   : "category or argument count differs from the handler's");
@@ -434,6 +441,30 @@ void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_
     frame_scope scope(this, lane);
     const handler_hot& h = _table.hot(handler);
     h.fn(h.obj, t, reinterpret_cast<const std::uint64_t*>(msg + sizeof header), payload, plen);
+}
+
+// A long message whose payload travelled inline: the payload goes into the segment at its
+// offset, then the message is dispatched as the long message it is.
+void context_impl::deliver_inline_long(int source, unsigned lane, std::byte* msg, std::size_t len) {
+    wire_header h;
+    std::memcpy(&h, msg, sizeof h);
+    const std::size_t fixed = fixed_bytes(h.nargs);
+    if (h.kind != (static_cast<std::uint8_t>(category::long_am) | inline_payload) ||
+        len < fixed + long_trailer) {
+        return reject(source, "bad inline long message");
+    }
+    std::uint64_t trailer[2];
+    std::memcpy(trailer, msg + fixed, sizeof trailer);
+    if (trailer[0] > _own_segment.size() || trailer[1] > _own_segment.size() - trailer[0]) {
+        return reject(source, "long payload outside the segment");
+    }
+    if (len != fixed + long_trailer + trailer[1]) return reject(source, "bad inline long length");
+    if (trailer[1] != 0) {
+        std::memcpy(_own_segment.data() + trailer[0], msg + fixed + long_trailer, trailer[1]);
+    }
+    h.kind = static_cast<std::uint8_t>(category::long_am);
+    std::memcpy(msg, &h, sizeof h);
+    deliver(source, lane, msg, fixed + long_trailer);
 }
 
 // ------------------------------------------------------------------------------ collectives

@@ -90,11 +90,12 @@ class context_impl final : public transport::message_sink {
     };
 
     void validate(const send_desc& d, bool reply) const;
-    [[nodiscard]] std::size_t message_bytes(const send_desc& d) const noexcept;
-    void write_message(std::byte* out, const send_desc& d) const noexcept;
-    void copy_long_payload(const send_desc& d) const;
-    bool try_inject(const send_desc& d, std::size_t bytes);
-    void enqueue(const send_desc& d, std::size_t bytes);
+    [[nodiscard]] std::size_t message_bytes(const send_desc& d, bool inline_long) const noexcept;
+    void write_message(std::byte* out, const send_desc& d, bool inline_long) const noexcept;
+    [[nodiscard]] bool copy_long_payload(const send_desc& d) const;
+    bool try_inject(const send_desc& d, std::size_t bytes, bool inline_long);
+    void enqueue(const send_desc& d, std::size_t bytes, bool inline_long);
+    void deliver_inline_long(int source, unsigned lane, std::byte* msg, std::size_t len);
     void flush_pending();
     void count_sent(const send_desc& d) noexcept;
     [[gnu::noinline]] void poll_after_send();

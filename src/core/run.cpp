@@ -4,6 +4,7 @@
 #include "../models/model_set.hpp"
 #include "../transport/registry.hpp"
 #include "context_impl.hpp"
+#include "run_rank.hpp"
 
 #include <am/context.hpp>
 
@@ -25,7 +26,9 @@ int rank_failed(transport::transport& tp, const char* what, bool caused_here) {
     return 1;
 }
 
-int run_rank(transport::transport& tp, const config& cfg, const rank_main& fn) {
+}  // namespace
+
+int detail::run_rank(transport::transport& tp, const config& cfg, const rank_main& fn) {
     try {
         detail::context_impl impl(tp, cfg);
         // The model layers register their handlers first, identically on every rank, before
@@ -54,12 +57,10 @@ int run_rank(transport::transport& tp, const config& cfg, const rank_main& fn) {
     }
 }
 
-}  // namespace
-
 int run(const config& cfg, const rank_main& fn) {
     try {
-        return transport::launch(cfg,
-                                 [&](transport::transport& tp) { return run_rank(tp, cfg, fn); });
+        return transport::launch(
+            cfg, [&](transport::transport& tp) { return detail::run_rank(tp, cfg, fn); });
     } catch (const std::exception& e) {
         std::fprintf(stderr, "am: %s\n", e.what());
         return 1;

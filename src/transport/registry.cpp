@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "registry.hpp"
 
+#include "mpi/mpi_transport.hpp"
 #include "shm/shm_transport.hpp"
 #include "threads/threads_transport.hpp"
 
@@ -13,6 +14,8 @@ int launch(const config& cfg, const rank_body& body) {
             return threads::launch(cfg, body);
         case transport_kind::shm:
             return shm::launch(cfg, body);
+        case transport_kind::mpi:
+            return mpi::launch(cfg, body);
     }
     return 1;
 }

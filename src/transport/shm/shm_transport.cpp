@@ -3,15 +3,13 @@
 
 #include "../ring/params.hpp"
 #include "../ring/region.hpp"
+#include "shm_region.hpp"
 
 #include <am/error.hpp>
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,66 +28,6 @@ namespace {
 
 constexpr const char* env_name = "AM_SHM_NAME";
 constexpr const char* env_rank = "AM_RANK";
-
-[[noreturn]] void sys_fail(const std::string& what) {
-    throw error(errc::system, "am: shm transport: " + what + ": " + std::strerror(errno));
-}
-
-std::string random_name() {
-    unsigned char bytes[16];
-    if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
-        sys_fail("getrandom");
-    }
-    std::string name = "/am-";
-    for (unsigned char b : bytes) {
-        static constexpr char hex[] = "0123456789abcdef";
-        name += hex[b >> 4];
-        name += hex[b & 15];
-    }
-    return name;
-}
-
-/// The launcher's handle on the shared-memory object.
-class shared_region {
-  public:
-    explicit shared_region(const ring::region_params& p)
-        : _name(random_name()), _bytes(ring::layout(p).total) {
-        const int fd = shm_open(_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-        if (fd < 0) sys_fail("shm_open(" + _name + ")");
-        _linked = true;
-        if (ftruncate(fd, static_cast<off_t>(_bytes)) != 0) {
-            close(fd);
-            unlink();
-            sys_fail("ftruncate to " + std::to_string(_bytes) + " bytes");
-        }
-        _base = mmap(nullptr, _bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-        close(fd);
-        if (_base == MAP_FAILED) {
-            unlink();
-            sys_fail("mmap of " + std::to_string(_bytes) + " bytes");
-        }
-        ring::initialize(data(), p);
-    }
-    ~shared_region() {
-        unlink();
-        munmap(_base, _bytes);
-    }
-    shared_region(const shared_region&) = delete;
-    shared_region& operator=(const shared_region&) = delete;
-
-    void unlink() noexcept {
-        if (_linked) shm_unlink(_name.c_str());
-        _linked = false;
-    }
-    [[nodiscard]] std::byte* data() const noexcept { return static_cast<std::byte*>(_base); }
-    [[nodiscard]] const std::string& name() const noexcept { return _name; }
-
-  private:
-    std::string _name;
-    std::size_t _bytes;
-    void* _base = MAP_FAILED;
-    bool _linked = false;
-};
 
 std::atomic<int> g_interrupted{0};  // async-signal flag of the launcher process only
 extern "C" void on_signal(int sig) {
@@ -202,24 +140,15 @@ int run_launched_rank(const rank_body& body) {
     if (rank_text == nullptr) {
         throw error(errc::invalid_argument, "am::run: AM_SHM_NAME is set but AM_RANK is not");
     }
-    const int fd = shm_open(name, O_RDWR, 0);
-    if (fd < 0) sys_fail(std::string("shm_open(") + name + ")");
-    struct stat sb {};
-    if (fstat(fd, &sb) != 0) sys_fail("fstat");
-    void* base = mmap(nullptr, static_cast<std::size_t>(sb.st_size), PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_NORESERVE, fd, 0);
-    close(fd);
-    if (base == MAP_FAILED) sys_fail("mmap");
-    auto* bytes = static_cast<std::byte*>(base);
+    const mapped_region mapping(name);
+    std::byte* bytes = mapping.data();
     const int rank = std::atoi(rank_text);
     const int ranks = ring::region(bytes).ranks();
     if (rank < 0 || rank >= ranks) {
         throw error(errc::invalid_argument, std::string("am::run: AM_RANK=") + rank_text +
                                                 " is outside [0, " + std::to_string(ranks) + ")");
     }
-    const int status = run_rank(bytes, rank, body);
-    munmap(base, static_cast<std::size_t>(sb.st_size));
-    return status;
+    return run_rank(bytes, rank, body);
 }
 
 namespace {
