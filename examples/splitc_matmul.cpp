@@ -354,7 +354,14 @@ summary summarize(std::vector<double> v) {
 
 std::string transport_name() {
     if (std::getenv("AM_SHM_NAME") != nullptr) return "shm";  // started by amrun
-    return am::config::from_env().transport == am::transport_kind::shm ? "shm" : "threads";
+    switch (am::config::from_env().transport) {
+        case am::transport_kind::shm:
+            return "shm";
+        case am::transport_kind::mpi:
+            return "mpi";
+        default:
+            return "threads";
+    }
 }
 
 std::string rma_name() {
@@ -445,9 +452,11 @@ int usable_cores() {
 }
 
 void run_rank(am::context& ctx, const options& o) {
-    const bool own_core = ctx.size() <= usable_cores();
-    if (o.pin < 0 ? own_core : o.pin != 0) pin_to_core(ctx.rank());
-    const progress prog{&ctx, own_core, o.poll_every};
+    // Busy polling only on a core of its own: a pinned rank. Otherwise (e.g. several jobs
+    // sharing the cores under ctest -j) a spinning rank could starve the peer it waits for.
+    const bool pinned = o.pin < 0 ? ctx.size() <= usable_cores() : o.pin != 0;
+    if (pinned) pin_to_core(ctx.rank());
+    const progress prog{&ctx, pinned, o.poll_every};
     const std::vector<shape> all = points(o, static_cast<std::size_t>(ctx.size()));
     for (const shape& s : all) validate(s);
     if (ctx.rank() == 0) print_header(all.front());
