@@ -11,10 +11,11 @@
 /// `MPI_COMM_WORLD` or on the caller's communicator: it works on a duplicate it frees when
 /// `run` returns, so the program's own messages and collectives are never matched by `am`.
 ///
-/// Threads: `am` asks for `MPI_THREAD_MULTIPLE` only when a progress thread is configured
-/// (`AM_PROGRESS_THREAD=1`); otherwise `MPI_THREAD_SERIALIZED` suffices (the thread that calls
-/// `am::run` makes every MPI call of the phase). If the program initialised MPI with a lower
-/// level than needed, `run` fails with `errc::invalid_argument` naming the levels.
+/// Threads: without a progress thread the thread that calls `am::run` makes every MPI call of
+/// the phase, so any thread level works (below `MPI_THREAD_SERIALIZED`, call `run` from the
+/// thread that initialised MPI). A progress thread (`AM_PROGRESS_THREAD=1`) needs
+/// `MPI_THREAD_MULTIPLE`. When `am` initialises MPI itself it asks for exactly that.
+/// Anything else is `errc::invalid_argument` naming the levels.
 #pragma once
 
 #include <am/config.hpp>

@@ -266,7 +266,11 @@ void context_impl::send(const send_desc& d, bool reply) {
     }
     unsigned backoff = 0;
     for (;;) {  // the rank's own thread waits for room, handling what arrives meanwhile
-        if (poll() == 0) util::backoff(backoff);
+        if (poll() != 0) {
+            backoff = 0;
+        } else {
+            util::backoff(backoff);
+        }
         maybe_lock lock(_send_mutex, _locking);
         if (try_inject(d, bytes, inline_long)) {
             count_sent(d);
@@ -487,7 +491,7 @@ void context_impl::allgather(const void* in, void* out, std::size_t bytes, const
              std::to_string(bytes) + " bytes per rank exceed the bootstrap limit of " +
                  std::to_string(_tp.max_gather_bytes()));
     }
-    _tp.allgather(in, out, bytes, [this] { poll(); }, {});
+    _tp.allgather(in, out, bytes, [this] { return poll(); }, {});
 }
 
 void context_impl::check_tables() {
@@ -509,7 +513,7 @@ void context_impl::check_tables() {
         if (same) _sealed.store(n, std::memory_order_relaxed);
     };
     _tp.allgather(
-        &mine, all.data(), sizeof mine, [this] { poll(); }, seal);
+        &mine, all.data(), sizeof mine, [this] { return poll(); }, seal);
     if (!same) report_mismatch(static_cast<std::uint32_t>(most));
 }
 
@@ -531,7 +535,7 @@ void context_impl::report_mismatch(std::uint32_t max_count) {
         } else {
             std::snprintf(mine.name, sizeof mine.name, "%s", "(nothing)");
         }
-        _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); }, {});
+        _tp.allgather(&mine, all.data(), sizeof mine, [this] { return poll(); }, {});
         for (int r = 1; r < _size; ++r) {
             if (all[r].digest == all[0].digest) continue;
             // Entries count from the program's first handler; the library's own come first.
@@ -565,7 +569,7 @@ void context_impl::quiesce() {
             if (handled == 0) util::backoff(backoff);
         }
         const counts mine{total_sent(), total_received(), _pending_total.load()};
-        _tp.allgather(&mine, all.data(), sizeof mine, [this] { poll(); }, {});
+        _tp.allgather(&mine, all.data(), sizeof mine, [this] { return poll(); }, {});
         counts sum{0, 0, 0};
         for (const counts& c : all) {
             sum.sent += c.sent, sum.received += c.received, sum.pending += c.pending;

@@ -25,7 +25,10 @@ class message_sink {
 };
 
 /// Called while a blocking bootstrap collective waits, so the rank keeps handling messages.
-using idle_fn = std::function<void()>;
+/// Returns how many it handled: the wait backs off only while nothing arrives.
+using idle_fn = std::function<std::size_t()>;
+/// Called once when a collective's result is complete.
+using done_fn = std::function<void()>;
 
 /// What the core needs from a transport. One object per rank.
 class transport {
@@ -58,7 +61,7 @@ class transport {
     /// for the others to finish reading, i.e. before `idle` can run handlers that depend on
     /// what was gathered (a peer may already act on the result).
     virtual void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
-                           const idle_fn& gathered) = 0;
+                           const done_fn& gathered) = 0;
     [[nodiscard]] virtual std::size_t max_gather_bytes() const noexcept = 0;
 
     /// Non-empty once the job is going down (another rank failed or aborted): the reason.

@@ -45,6 +45,9 @@ constexpr std::size_t slot_bytes = 8192 + 256;  // a core message up to 8 KiB of
 constexpr int recv_slots = 64;
 constexpr std::uint32_t credits_per_peer = 64;
 constexpr std::size_t name_bytes = 64;
+// Completed sends are collected once this many are in flight (or when buffers run out):
+// every MPI call runs MPI's progress engine, so a poll makes one call when it can.
+constexpr std::size_t sends_before_test = 16;
 
 [[noreturn]] void fail_mpi(const char* call, int code) {
     char text[MPI_MAX_ERROR_STRING];
@@ -80,9 +83,10 @@ extern "C" void finalize_at_exit() {
     if (!finalized) MPI_Finalize();
 }
 
-/// Initialises MPI when nobody has (and finalises it at exit then); checks the thread level.
+/// Initialises MPI when nobody has (and finalises it at exit then); checks the thread level:
+/// MULTIPLE with a progress thread; otherwise any level, as long as the calling thread may
+/// make the MPI calls (below SERIALIZED: it must be the thread that initialised MPI).
 void ensure_initialized(bool progress_thread) {
-    const int needed = progress_thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
@@ -92,17 +96,25 @@ void ensure_initialized(bool progress_thread) {
     }
     int provided = MPI_THREAD_SINGLE;
     if (!initialized) {
-        check(MPI_Init_thread(nullptr, nullptr, needed, &provided), "MPI_Init_thread");
+        const int wanted = progress_thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
+        check(MPI_Init_thread(nullptr, nullptr, wanted, &provided), "MPI_Init_thread");
         std::atexit(finalize_at_exit);
     } else {
         MPI_Query_thread(&provided);
     }
-    if (provided < needed) {
+    if (progress_thread && provided < MPI_THREAD_MULTIPLE) {
         throw error(errc::invalid_argument,
                     std::string("am::run: mpi transport: MPI provides ") + level_name(provided) +
-                        ", am needs " + level_name(needed) +
-                        (progress_thread ? " (a progress thread is configured)" : "") +
-                        "; initialise MPI with MPI_Init_thread at that level");
+                        ", a progress thread (AM_PROGRESS_THREAD=1) needs MPI_THREAD_MULTIPLE; "
+                        "initialise MPI with MPI_Init_thread at that level");
+    }
+    int is_main = 1;
+    MPI_Is_thread_main(&is_main);
+    if (provided < MPI_THREAD_SERIALIZED && !is_main) {
+        throw error(errc::invalid_argument,
+                    std::string("am::run: mpi transport: MPI provides ") + level_name(provided) +
+                        ": call am::run from the thread that initialised MPI, or initialise "
+                        "MPI with MPI_Init_thread at MPI_THREAD_SERIALIZED or above");
     }
 }
 
@@ -239,7 +251,9 @@ class mpi_transport final : public transport {
           _consumed(static_cast<std::size_t>(size) * num_lanes, 0),
           _held(static_cast<std::size_t>(size)),
           _sent(static_cast<std::size_t>(size), 0),
-          _received(static_cast<std::size_t>(size), 0) {
+          _received(static_cast<std::size_t>(size), 0),
+          _remote(nd.global_of.size() < static_cast<std::size_t>(size)),
+          _mpi_every(nd.global_of.size() > 1 ? 4 : 1) {
         ring::region(nd.base).info(nd.me).pid.store(getpid());
         _slots.reserve(recv_slots);
         _rreq.assign(recv_slots, MPI_REQUEST_NULL);
@@ -285,7 +299,12 @@ class mpi_transport final : public transport {
             throw_failed();
         node_sink local(sink, _node.global_of);
         std::size_t handled = _ring.poll(local);
-        handled += poll_mpi(&sink);
+        // Node peers must not pay an MPI call on every poll: MPI is polled every
+        // `_mpi_every`-th time when the node has peers, every time when it has none.
+        if (_remote && ++_tick >= _mpi_every) {
+            _tick = 0;
+            handled += poll_mpi(&sink);
+        }
         if (job_failed()) [[unlikely]]
             throw_failed();
         return handled;
@@ -303,7 +322,7 @@ class mpi_transport final : public transport {
     }
 
     void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
-                   const idle_fn& gathered) override {
+                   const done_fn& gathered) override {
         MPI_Request r = MPI_REQUEST_NULL;
         check(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes),
                              MPI_BYTE, _comm, &r),
@@ -356,6 +375,7 @@ class mpi_transport final : public transport {
     }
     buffer take_buffer(std::size_t bytes) {
         if (bytes <= slot_bytes) {
+            if (_free.empty()) progress_sends();
             if (!_free.empty()) {
                 buffer b = std::move(_free.back());
                 _free.pop_back();
@@ -389,7 +409,7 @@ class mpi_transport final : public transport {
             int done = 0;
             check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
             if (done) return;
-            if (idle) idle();
+            if (idle && idle() != 0) backoff = 0;
             util::backoff(backoff);
         }
     }
@@ -422,15 +442,15 @@ class mpi_transport final : public transport {
     std::size_t _held_total = 0;
     bool _finishing = false;                      // no more credits are returned
     std::vector<std::uint64_t> _sent, _received;  // MPI messages on `_comm`, per peer
+    bool _remote;                                 // some peers are reached through MPI
+    unsigned _mpi_every;                          // polls per MPI poll
+    unsigned _tick = 0;
 };
 
 void mpi_transport::isend(buffer b, std::size_t bytes, int dest, int tag, MPI_Comm comm) {
     MPI_Request r = MPI_REQUEST_NULL;
     check(MPI_Isend(b.get(), static_cast<int>(bytes), MPI_BYTE, dest, tag, comm, &r), "MPI_Isend");
     if (comm == _comm) ++_sent[static_cast<std::size_t>(dest)];
-    int done = 0;
-    check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) return give_back(std::move(b), bytes);
     _sreq.push_back(r);
     _sbuf.push_back(std::move(b));
     _slen.push_back(bytes);
@@ -469,7 +489,7 @@ std::size_t mpi_transport::poll_mpi(message_sink* sink) {
         MPI_Status st;
         {
             maybe_lock lock(_mutex, _locking);
-            progress_sends();
+            if (_sreq.size() >= sends_before_test) progress_sends();
             if (_order.empty()) break;
             int done = 0;
             check(MPI_Test(&_rreq[static_cast<std::size_t>(_order.front())], &done, &st),
@@ -501,7 +521,9 @@ std::size_t mpi_transport::take_slot(int slot, const MPI_Status& st, message_sin
     unsigned lane = 0;
     {
         maybe_lock lock(_mutex, _locking);
-        if (!file(source, st.MPI_TAG, msg, len, sink != nullptr, lane)) return 0;
+        if (!file(source, st.MPI_TAG, msg, len, sink != nullptr, lane)) {
+            return st.MPI_TAG == tag_credit ? 1 : 0;  // credits are progress for a waiting send
+        }
     }
     sink->deliver(source, lane, msg, len);
     return 1;
@@ -609,7 +631,7 @@ void mpi_transport::finish() {
     MPI_Request r = MPI_REQUEST_NULL;
     check(MPI_Ialltoall(_sent.data(), 1, MPI_UINT64_T, expected.data(), 1, MPI_UINT64_T, _comm, &r),
           "MPI_Ialltoall");
-    wait(r, [this] { poll_mpi(nullptr); });
+    wait(r, [this] { return poll_mpi(nullptr); });
     unsigned backoff = 0;
     for (;;) {
         bool all = true;

@@ -120,13 +120,13 @@ void ring_transport::barrier(const idle_fn& idle) {
     unsigned backoff = 0;
     while (h.barrier_generation.load(std::memory_order_acquire) == gen) {
         if (_region.failed()) throw_failed();
-        if (idle) idle();
+        if (idle && idle() != 0) backoff = 0;
         util::backoff(backoff);
     }
 }
 
 void ring_transport::allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
-                               const idle_fn& gathered) {
+                               const done_fn& gathered) {
     if (bytes > gather_bytes) {
         throw error(errc::invalid_argument, "am: allgather of " + std::to_string(bytes) +
                                                 " bytes exceeds the limit of " +

@@ -123,7 +123,7 @@ class ring_transport final : public transport {
     std::span<std::byte> segment(int rank) noexcept override;
     void barrier(const idle_fn& idle) override;
     void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
-                   const idle_fn& gathered) override;
+                   const done_fn& gathered) override;
     std::size_t max_gather_bytes() const noexcept override { return gather_bytes; }
     bool job_failed() const noexcept override { return _region.failed(); }
     std::string failure_reason() const override { return _region.reason(); }
