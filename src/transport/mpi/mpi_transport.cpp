@@ -434,6 +434,7 @@ class mpi_transport final : public transport {
     std::vector<MPI_Request> _sreq;  // sends in flight and their buffers
     std::vector<buffer> _sbuf;
     std::vector<std::size_t> _slen;
+    std::vector<int> _indices;  // MPI_Testsome's output
 
     std::vector<buffer> _slots;  // posted receives
     std::vector<MPI_Request> _rreq;
@@ -459,8 +460,8 @@ void mpi_transport::isend(buffer b, std::size_t bytes, int dest, int tag, MPI_Co
 void mpi_transport::progress_sends() {
     if (_sreq.empty()) return;
     int count = 0;
-    std::vector<int> done(_sreq.size());
-    check(MPI_Testsome(static_cast<int>(_sreq.size()), _sreq.data(), &count, done.data(),
+    _indices.resize(_sreq.size());
+    check(MPI_Testsome(static_cast<int>(_sreq.size()), _sreq.data(), &count, _indices.data(),
                        MPI_STATUSES_IGNORE),
           "MPI_Testsome");
     if (count <= 0) return;
