@@ -14,7 +14,8 @@
 /// Threads: without a progress thread the thread that calls `am::run` makes every MPI call of
 /// the phase, so any thread level works (below `MPI_THREAD_SERIALIZED`, call `run` from the
 /// thread that initialised MPI). A progress thread (`AM_PROGRESS_THREAD=1`) needs
-/// `MPI_THREAD_MULTIPLE`. When `am` initialises MPI itself it asks for exactly that.
+/// `MPI_THREAD_MULTIPLE`. When `am` initialises MPI itself it asks for `MPI_THREAD_SINGLE`
+/// (Open MPI is markedly slower at higher levels), or MULTIPLE with a progress thread.
 /// Anything else is `errc::invalid_argument` naming the levels.
 #pragma once
 

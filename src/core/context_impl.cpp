@@ -503,17 +503,21 @@ void context_impl::check_tables() {
     std::vector<digest> all(static_cast<std::size_t>(_size));
     bool same = true;
     std::uint64_t most = 0;
-    // Seal before this rank can run handlers again: a peer that has seen the same digests may
-    // already send with the new handlers.
-    auto seal = [&] {
+    // Seal before any handler can run during the exchange: a peer that has seen the same
+    // digests (this rank's among them) may already send with the new handlers, and a handler
+    // run here (by this wait's polls or a progress thread) may answer with them. On a mismatch
+    // the seal is taken back and the job fails with the report.
+    const std::uint32_t before = _sealed.load(std::memory_order_relaxed);
+    _sealed.store(n, std::memory_order_relaxed);
+    auto check = [&] {
         for (const digest& d : all) {
             same = same && d.count == all[0].count && d.hash == all[0].hash;
             most = d.count > most ? d.count : most;
         }
-        if (same) _sealed.store(n, std::memory_order_relaxed);
+        if (!same) _sealed.store(before, std::memory_order_relaxed);
     };
     _tp.allgather(
-        &mine, all.data(), sizeof mine, [this] { return poll(); }, seal);
+        &mine, all.data(), sizeof mine, [this] { return poll(); }, check);
     if (!same) report_mismatch(static_cast<std::uint32_t>(most));
 }
 

@@ -57,9 +57,7 @@ class transport {
     /// Bootstrap collectives: block until every rank has joined, calling `idle` while waiting.
     virtual void barrier(const idle_fn& idle) = 0;
     /// Every rank contributes `bytes` (≤ `max_gather_bytes()`); `out` receives size()×bytes.
-    /// `gathered`, when given, runs as soon as `out` is complete and before this rank waits
-    /// for the others to finish reading, i.e. before `idle` can run handlers that depend on
-    /// what was gathered (a peer may already act on the result).
+    /// `gathered`, when given, runs once `out` is complete, before the call returns.
     virtual void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
                            const done_fn& gathered) = 0;
     [[nodiscard]] virtual std::size_t max_gather_bytes() const noexcept = 0;
