@@ -1,8 +1,12 @@
 # Run at build time (POST_BUILD) by am_add_gtest: lists the tests of a GoogleTest binary and
 # writes one CTest test per GoogleTest test, named am.<layer>.<fixture>_<test>.<transport>.np<N>
 # from the parameter name "<transport>_np<N>" (see tests/support/spmd.hpp).
+# Parameters "mpi_np<N>", "mpimix_np<N>" (any "mpi*" transport) become tests that start the
+# binary N times with MPIEXEC (every process runs the same GoogleTest test, each as one rank);
+# they pass when mpiexec exits 0.
 # Inputs: EXE, OUT, LAYER, TIMEOUT, TIMEOUT_LARGE (ranks > 16), LABELS, ENVIRONMENT
-# (lists separated by '|').
+# (lists separated by '|'); for mpi tests MPIEXEC, MPIEXEC_NUMPROC_FLAG, MPIEXEC_FLAGS
+# (after the process count), MPI_ENVIRONMENT (added last), MPI_TIMEOUT.
 cmake_minimum_required(VERSION 3.25)
 execute_process(COMMAND "${EXE}" --gtest_list_tests
                 OUTPUT_VARIABLE listing RESULT_VARIABLE rc ERROR_VARIABLE err)
@@ -12,6 +16,16 @@ endif()
 string(REPLACE "|" ";" labels "${LABELS}")
 string(REPLACE "|" ";" environment "${ENVIRONMENT}")
 list(REMOVE_ITEM environment "")
+string(REPLACE "|" ";" mpi_environment "${MPI_ENVIRONMENT}")
+list(REMOVE_ITEM mpi_environment "")
+string(REPLACE "|" ";" mpiexec_flags "${MPIEXEC_FLAGS}")
+list(REMOVE_ITEM mpiexec_flags "")
+if(NOT MPIEXEC_NUMPROC_FLAG)
+  set(MPIEXEC_NUMPROC_FLAG "-n")
+endif()
+if(NOT MPI_TIMEOUT)
+  set(MPI_TIMEOUT ${TIMEOUT})
+endif()
 string(REPLACE ";" "\\;" listing "${listing}")
 string(REPLACE "\n" ";" lines "${listing}")
 
@@ -33,10 +47,33 @@ foreach(line IN LISTS lines)
   set(filter "${suite}.${test}")
   set(tlabels ${labels})
   set(timeout ${TIMEOUT})
+  set(tenvironment ${environment})
   set(shm FALSE)
+  set(command "[=[${EXE}]=] [=[--gtest_filter=${filter}]=]")
+  set(processors 1)
   # <test> is "<fixture>_<test>", the fixture without its instantiation prefix.
   string(REGEX REPLACE "^.*/" "" fixture "${suite}")
-  if(test MATCHES "^([^/]+)/(threads|shm)_np([0-9]+)$")
+  if(test MATCHES "^([^/]+)/(mpi[a-z]*)_np([0-9]+)$")
+    set(name "am.${LAYER}.${fixture}_${CMAKE_MATCH_1}.${CMAKE_MATCH_2}.np${CMAKE_MATCH_3}")
+    set(np ${CMAKE_MATCH_3})
+    if(NOT MPIEXEC)
+      message(FATAL_ERROR "am_discover: ${EXE} has the MPI test ${suite}.${test} "
+                          "but no MPIEXEC was given")
+    endif()
+    list(APPEND tlabels mpi)
+    if(NOT CMAKE_MATCH_2 STREQUAL "mpi")
+      list(APPEND tlabels ${CMAKE_MATCH_2})
+    endif()
+    set(timeout ${MPI_TIMEOUT})
+    list(APPEND tenvironment ${mpi_environment})
+    set(shm TRUE)  # ranks of one node share an am-* region in /dev/shm
+    math(EXPR processors "(${np} + 1) / 2")  # 2 ranks per core: oversubscribed, not swamped
+    set(command "[=[${MPIEXEC}]=] [=[${MPIEXEC_NUMPROC_FLAG}]=] ${np}")
+    foreach(flag IN LISTS mpiexec_flags)
+      string(APPEND command " [=[${flag}]=]")
+    endforeach()
+    string(APPEND command " [=[${EXE}]=] [=[--gtest_filter=${filter}]=]")
+  elseif(test MATCHES "^([^/]+)/(threads|shm)_np([0-9]+)$")
     set(name "am.${LAYER}.${fixture}_${CMAKE_MATCH_1}.${CMAKE_MATCH_2}.np${CMAKE_MATCH_3}")
     list(APPEND tlabels ${CMAKE_MATCH_2})
     if(CMAKE_MATCH_2 STREQUAL "shm")
@@ -54,12 +91,15 @@ foreach(line IN LISTS lines)
                         "test names must be unique within a layer")
   endif()
   list(APPEND seen "${name}")
-  string(APPEND script "add_test([=[${name}]=] [=[${EXE}]=] [=[--gtest_filter=${filter}]=])\n")
+  string(APPEND script "add_test([=[${name}]=] ${command})\n")
   string(APPEND script "set_tests_properties([=[${name}]=] PROPERTIES TIMEOUT ${timeout}"
                        " LABELS [=[${tlabels}]=]"
                        " SKIP_REGULAR_EXPRESSION [=[\\[  SKIPPED \\]]=]")
-  if(environment)
-    string(APPEND script " ENVIRONMENT [=[${environment}]=]")
+  if(tenvironment)
+    string(APPEND script " ENVIRONMENT [=[${tenvironment}]=]")
+  endif()
+  if(processors GREATER 1)
+    string(APPEND script " PROCESSORS ${processors}")
   endif()
   if(shm)
     string(APPEND script " FIXTURES_REQUIRED am_shm_clean")

@@ -28,7 +28,7 @@ class rma_test : public spmd_test {
   protected:
     int run_on(am::rma_path path, const rma_fn& fn, const tweak_fn& tweak = {}) const {
         return spmd(
-            transport(), ranks(), [&](am::context& ctx) { fn(ctx, path); },
+            GetParam(), [&](am::context& ctx) { fn(ctx, path); },
             [&](am::config& cfg) {
                 cfg.rma = path;
                 if (cfg.ranks <= 16) cfg.segment_bytes = std::size_t{16} << 20;

@@ -364,8 +364,9 @@ AM_INSTANTIATE(put_get_small, am_test::all_params());
 class path_choice : public rma_test {};
 
 // The configured path is the one taken: through active messages every byte of a put or get to
-// another rank travels in messages; the automatic path copies directly (threads and shm map
-// every segment), so almost nothing does.
+// another rank travels in messages; the automatic path copies directly when the target's
+// segment is mapped here (threads and shm map every segment, mpi those of the ranks of this
+// node), so almost nothing does, and otherwise sends it in messages too.
 AM_RMA_TEST(path_choice, data_travels_as_configured) {
     const int n = ctx.size(), me = ctx.rank();
     const int right = (me + 1) % n;
@@ -382,7 +383,11 @@ AM_RMA_TEST(path_choice, data_travels_as_configured) {
     AM_EXPECT_BYTES(back, data);
     const std::uint64_t put_bytes = mid.bytes_sent - before.bytes_sent;
     const std::uint64_t get_bytes = after.bytes_received - mid.bytes_received;
-    if (path == am::rma_path::am) {
+    const bool direct = path == am::rma_path::automatic && am_test::same_node(me, right);
+    EXPECT_EQ(ctx.local(boxes[static_cast<std::size_t>(right)]) != nullptr, direct)
+        << "rank " << right << "'s segment seen from rank " << me
+        << " with AM_RMA=" << am_test::rma_path_name(path);
+    if (!direct) {
         EXPECT_GE(put_bytes, len) << "payload bytes sent by a put through active messages";
         EXPECT_GE(get_bytes, len) << "payload bytes received by a get through active messages";
     } else {

@@ -99,9 +99,10 @@ AM_RMA_TEST(segment, allocate_local_to_global) {
 }
 
 // Every rank allocates, writes a pattern through local(), and exchanges its pointer. With the
-// automatic path every rank sees every other rank's block through local() (threads and shm
-// map all segments); with AM_RMA=am local() of another rank's pointer is null
-// (docs/splitc.md) and a blocking get reads the block instead.
+// automatic path every rank sees the block of every rank that shares its memory through
+// local() (threads and shm map all segments; mpi those of the ranks of its node); otherwise
+// (another node, or AM_RMA=am) local() of another rank's pointer is null (docs/splitc.md) and
+// a blocking get reads the block instead.
 AM_RMA_TEST(segment, exchange_and_peer_local) {
     const int n = ctx.size(), me = ctx.rank();
     const std::size_t len = 1000 + 37 * static_cast<std::size_t>(me % 8);  // differs per rank
@@ -123,7 +124,7 @@ AM_RMA_TEST(segment, exchange_and_peer_local) {
         EXPECT_EQ(q.rank(), r);
         const std::size_t want_len = 1000 + 37 * static_cast<std::size_t>(r % 8);
         const auto want = am_test::pattern(want_len, 7000 + static_cast<std::uint64_t>(r));
-        if (r == me || path == am::rma_path::automatic) {
+        if (r == me || (path == am::rma_path::automatic && am_test::same_node(me, r))) {
             const std::byte* at = ctx.local(p);
             const std::uint64_t* their_len = ctx.local(q);
             ASSERT_NE(at, nullptr) << "rank " << r << "'s segment is not mapped here";
@@ -132,7 +133,9 @@ AM_RMA_TEST(segment, exchange_and_peer_local) {
             AM_EXPECT_BYTES(std::span(at, want_len), want)
                 << " in rank " << r << "'s block seen from rank " << me;
         } else {
-            EXPECT_EQ(ctx.local(p), nullptr) << "local() of rank " << r << " with AM_RMA=am";
+            EXPECT_EQ(ctx.local(p), nullptr) << "local() of rank " << r << " from rank " << me
+                                             << " with AM_RMA=" << am_test::rma_path_name(path)
+                                             << " (on another node, or through messages)";
             std::uint64_t their_len = 0;
             ctx.get(&their_len, q, 1);
             EXPECT_EQ(their_len, want_len);

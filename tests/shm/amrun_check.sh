@@ -1,21 +1,29 @@
 #!/bin/sh
-# Runs an am program (through amrun, or directly with AM_RANKS/AM_TRANSPORT) and checks the
-# outcome: exit status, what stdout/stderr must contain, wall time, and that no am-* object
-# was left in /dev/shm.
+# Runs an am program (through amrun, mpiexec, or directly with AM_RANKS/AM_TRANSPORT) and
+# checks the outcome: exit status, what stdout/stderr must (not) contain, wall time, and that
+# no am-* object was left in /dev/shm.
 #   amrun_check.sh --expect ok|fail [--stdout-count TEXT N] [--stderr TEXT]... [--max-seconds S]
-#                  -- COMMAND...
+#                  [--output TEXT]... [--not-output TEXT]... -- COMMAND...
+# --output: TEXT on stdout or stderr (mpiexec reports some failures on either);
+# --not-output: TEXT on neither.
 set -u
 expect=ok
 max_seconds=10
 stdout_text=""
 stdout_count=0
 stderr_texts=""
+output_texts=""
+not_output_texts=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --expect) expect=$2; shift 2 ;;
         --max-seconds) max_seconds=$2; shift 2 ;;
         --stdout-count) stdout_text=$2; stdout_count=$3; shift 3 ;;
         --stderr) stderr_texts="$stderr_texts
+$2"; shift 2 ;;
+        --output) output_texts="$output_texts
+$2"; shift 2 ;;
+        --not-output) not_output_texts="$not_output_texts
 $2"; shift 2 ;;
         --) shift; break ;;
         *) echo "amrun_check: unknown option $1" >&2; exit 2 ;;
@@ -51,6 +59,17 @@ fi
 printf '%s\n' "$stderr_texts" | while IFS= read -r text; do
     [ -z "$text" ] && continue
     grep -q -F -- "$text" "$tmp/err" || { echo "amrun_check: FAIL: \"$text\" not in stderr" >&2; exit 1; }
+done || fail=1
+printf '%s\n' "$output_texts" | while IFS= read -r text; do
+    [ -z "$text" ] && continue
+    cat "$tmp/out" "$tmp/err" | grep -q -F -- "$text" ||
+        { echo "amrun_check: FAIL: \"$text\" neither on stdout nor on stderr" >&2; exit 1; }
+done || fail=1
+printf '%s\n' "$not_output_texts" | while IFS= read -r text; do
+    [ -z "$text" ] && continue
+    if cat "$tmp/out" "$tmp/err" | grep -q -F -- "$text"; then
+        echo "amrun_check: FAIL: \"$text\" in the output" >&2; exit 1
+    fi
 done || fail=1
 
 # Entries of jobs other tests run concurrently disappear as soon as their ranks attach.
