@@ -2,7 +2,7 @@
 // am_flood: one-way message rate from rank 0 to rank 1, then the MPI baseline (windowed
 // MPI_Isend flood) on the same sizes in the same run.
 //
-//   am_flood [--json] [--transport shm|threads] [--ranks 2] [--reps 7] ...   (see --help)
+//   am_flood [--json] [--transport shm|threads|mpi] [--ranks 2] [--reps 7] ...   (see --help)
 //
 // Per repetition rank 0 sends N messages back to back (short with one 8-byte argument for
 // op "short", a medium payload of `bytes` with no argument for op "medium"); rank 1 counts
@@ -75,15 +75,15 @@ struct flood {
     }
 };
 
-/// One point: warm-up burst, then `reps` timed bursts of `n` messages.
+/// One point from rank 0 to `peer`: warm-up burst, then `reps` timed bursts of `n` messages.
 template <class Send>
-void point(am::context& ctx, const rank_env& env, flood& f, const char* op, std::size_t bytes,
-           Send send) {
+void point(am::context& ctx, const rank_env& env, flood& f, int peer, const char* op,
+           std::size_t bytes, Send send) {
     const options& o = env.opts();
     const std::uint64_t n = iters_for(o, flood_plan, bytes);
     const std::uint64_t warm = warmup_for(o, n);
-    // Rank 1 (or rank 0 alone) acknowledges the last message of every burst.
-    if (ctx.rank() == (ctx.size() > 1 ? 1 : 0)) {
+    // The peer (rank 0 alone: itself) acknowledges the last message of every burst.
+    if (ctx.rank() == peer) {
         f.ack_at.clear();
         f.next_ack = 0;
         std::uint64_t at = f.received + warm;
@@ -105,8 +105,11 @@ void point(am::context& ctx, const rank_env& env, flood& f, const char* op, std:
             v.push_back(static_cast<double>(n) / seconds_since(t0) / 1e6);
         }
         env.report(ctx, bench_name, op, bytes, "rate_Mmsgps", v);
-    } else if (ctx.rank() == 1) {
+        env.release_idle(ctx, peer);
+    } else if (ctx.rank() == peer) {
         env.wait(ctx, [&] { return f.next_ack == f.ack_at.size(); });
+    } else {
+        env.idle(ctx);
     }
     ctx.barrier();
 }
@@ -115,18 +118,21 @@ void rank_main(am::context& ctx, rank_env& env) {
     flood f(ctx);
     const options& o = env.opts();
     f.touch = o.touch;
-    const int peer = ctx.size() > 1 ? 1 : 0;
     const std::size_t max_bytes =
         std::min<std::size_t>(ctx.max_medium(), std::max(default_max_bytes, o.max_bytes));
     f.buf.assign(max_bytes, std::byte{0x5a});
-    if (o.wants("short") && sizes_for(o, 8, 8).size() == 1) {
-        point(ctx, env, f, "short", 8, [&](std::uint64_t i) { ctx.request(peer, f.msg_short, i); });
-    }
-    if (o.wants("medium")) {
-        for (std::size_t s : sizes_for(o, 8, max_bytes)) {
-            const auto payload = std::span<const std::byte>(f.buf.data(), s);
-            point(ctx, env, f, o.touch ? "medium_read" : "medium", s,
-                  [&](std::uint64_t) { ctx.request(peer, f.msg_medium, payload); });
+    for (const int peer : env.peers(ctx)) {
+        env.use_peer(peer);
+        if (o.wants("short") && sizes_for(o, 8, 8).size() == 1) {
+            point(ctx, env, f, peer, "short", 8,
+                  [&](std::uint64_t i) { ctx.request(peer, f.msg_short, i); });
+        }
+        if (o.wants("medium")) {
+            for (std::size_t s : sizes_for(o, 8, max_bytes)) {
+                const auto payload = std::span<const std::byte>(f.buf.data(), s);
+                point(ctx, env, f, peer, o.touch ? "medium_read" : "medium", s,
+                      [&](std::uint64_t) { ctx.request(peer, f.msg_medium, payload); });
+            }
         }
     }
 }
@@ -164,6 +170,7 @@ int main(int argc, char** argv) {
                               "One-way message rate of short and medium active messages "
                               "(8 B - 64 KiB), and the MPI windowed-Isend baseline.");
     o.bench = bench_name;
+    allow_mpi_transport(o);
     bool baseline_ok = true;
     const int status =
         run_rounds(o, o.json ? output::json : output::table, [&](reporter& rep, bool& reporting) {

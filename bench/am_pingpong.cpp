@@ -3,8 +3,10 @@
 // long active messages; long-message streaming bandwidth beside single-core memcpy; then the
 // MPI baseline (MPI_Send/MPI_Recv ping-pong, windowed MPI_Isend bandwidth) in the same run.
 //
-//   am_pingpong [--json] [--transport shm|threads] [--ranks 2] [--reps 7] ...   (see --help)
+//   am_pingpong [--json] [--transport shm|threads|mpi] [--ranks 2] [--reps 7] ...   (see --help)
 //   am_pingpong --demo          am vs MPI, 8-byte one-way latency, for the README
+//   am_pingpong --transport mpi [--node-size 1] ...   am over the mpi transport: the program
+//                               starts itself under mpirun (or runs under the user's mpirun)
 //
 // Every ping is answered by a pong of the same category and size: short ping (one 8-byte
 // argument) → short pong; medium ping → medium pong echoing the payload; long ping (written
@@ -34,6 +36,7 @@ constexpr std::size_t default_max_long = std::size_t{4} << 20;
 struct pingpong {
     std::uint64_t pings = 0;      // requests handled (rank 1)
     std::uint64_t pongs = 0;      // replies handled (rank 0)
+    std::uint64_t expected = 0;   // requests this rank has handled when the current point ends
     page_buffer buf;              // payloads (aligned like the memcpy reference's buffers)
     std::size_t pong_offset = 0;  // where long pongs land (apart from the ping when alone)
 
@@ -90,10 +93,10 @@ std::vector<double> time_pingpong(am::context& ctx, const rank_env& env, pingpon
     return v;
 }
 
-/// Runs one ping-pong point on ranks 0 and 1 (rank 0 alone: it pings itself).
+/// Runs one ping-pong point on rank 0 and `peer` (rank 0 alone: it pings itself).
 template <class Send>
-void point(am::context& ctx, const rank_env& env, pingpong& pp, const char* op, std::size_t bytes,
-           Send send) {
+void point(am::context& ctx, const rank_env& env, pingpong& pp, int peer, const char* op,
+           std::size_t bytes, Send send) {
     const std::uint64_t iters = iters_for(env.opts(), latency_plan, bytes);
     const std::uint64_t warm = warmup_for(env.opts(), iters);
     if (ctx.rank() == 0) {
@@ -104,17 +107,22 @@ void point(am::context& ctx, const rank_env& env, pingpong& pp, const char* op, 
             for (double us : v) bw.push_back(static_cast<double>(bytes) / us / 1e3);
             env.report(ctx, bench_name, op, bytes, "pingpong_GBps", bw);
         }
-    } else if (ctx.rank() == 1) {
-        const std::uint64_t target = pp.pings + warm + iters * env.opts().reps;
-        env.wait(ctx, [&] { return pp.pings >= target; });
+        env.release_idle(ctx, peer);
+    } else if (ctx.rank() == peer) {
+        // Counted from the start, not from now: pings may already have arrived, and been
+        // handled, while this rank was still in the barrier that ended the previous point.
+        pp.expected += warm + iters * env.opts().reps;
+        env.wait(ctx, [&] { return pp.pings >= pp.expected; });
+    } else {
+        env.idle(ctx);
     }
     ctx.barrier();
 }
 
-/// Long-message bandwidth: rank 0 streams long messages to offset 0 of rank 1's segment, the
+/// Long-message bandwidth: rank 0 streams long messages to offset 0 of `peer`'s segment, the
 /// last of each repetition acknowledged; beside it, memcpy of the same size on the same core.
-void stream_point(am::context& ctx, const rank_env& env, pingpong& pp, std::size_t bytes) {
-    const int peer = ctx.size() > 1 ? 1 : 0;
+void stream_point(am::context& ctx, const rank_env& env, pingpong& pp, int peer,
+                  std::size_t bytes) {
     const std::uint64_t n = iters_for(env.opts(), bandwidth_plan, bytes);
     const std::uint64_t warm = warmup_for(env.opts(), n);
     const auto payload = std::span<const std::byte>(pp.buf.data(), bytes);
@@ -136,9 +144,12 @@ void stream_point(am::context& ctx, const rank_env& env, pingpong& pp, std::size
             v.push_back(static_cast<double>(bytes * n) / seconds_since(t0) / 1e9);
         }
         env.report(ctx, bench_name, "long", bytes, "bandwidth_GBps", v);
-    } else if (ctx.rank() == 1) {
-        const std::uint64_t target = pp.pings + warm + n * env.opts().reps;
-        env.wait(ctx, [&] { return pp.pings >= target; });
+        env.release_idle(ctx, peer);
+    } else if (ctx.rank() == peer) {
+        pp.expected += warm + n * env.opts().reps;  // as in point()
+        env.wait(ctx, [&] { return pp.pings >= pp.expected; });
+    } else {
+        env.idle(ctx);
     }
     ctx.barrier();
 }
@@ -163,28 +174,30 @@ size_plan plan_sizes(const options& o, std::size_t max_medium) {
 void rank_main(am::context& ctx, rank_env& env) {
     pingpong pp(ctx);
     const options& o = env.opts();
-    const int peer = ctx.size() > 1 ? 1 : 0;
     const size_plan plan = plan_sizes(o, ctx.max_medium());
     std::size_t biggest = std::max<std::size_t>(8, ctx.max_medium());
     for (std::size_t s : plan.long_lat) biggest = std::max(biggest, s);
     pp.buf.reset(biggest);
     if (ctx.size() == 1) pp.pong_offset = biggest;  // one segment holds both ping and pong
 
-    if (o.wants("short")) {
-        point(ctx, env, pp, "short", 8,
-              [&](std::uint64_t i) { ctx.request(peer, pp.ping_short, i); });
+    for (const int peer : env.peers(ctx)) {
+        env.use_peer(peer);
+        if (o.wants("short")) {
+            point(ctx, env, pp, peer, "short", 8,
+                  [&](std::uint64_t i) { ctx.request(peer, pp.ping_short, i); });
+        }
+        for (std::size_t s : plan.medium) {
+            const auto payload = std::span<const std::byte>(pp.buf.data(), s);
+            point(ctx, env, pp, peer, "medium", s,
+                  [&](std::uint64_t) { ctx.request(peer, pp.ping_medium, payload); });
+        }
+        for (std::size_t s : plan.long_lat) {
+            const auto payload = std::span<const std::byte>(pp.buf.data(), s);
+            point(ctx, env, pp, peer, "long", s,
+                  [&](std::uint64_t) { ctx.request(peer, pp.ping_long, payload, std::size_t{0}); });
+        }
+        for (std::size_t s : plan.long_bw) stream_point(ctx, env, pp, peer, s);
     }
-    for (std::size_t s : plan.medium) {
-        const auto payload = std::span<const std::byte>(pp.buf.data(), s);
-        point(ctx, env, pp, "medium", s,
-              [&](std::uint64_t) { ctx.request(peer, pp.ping_medium, payload); });
-    }
-    for (std::size_t s : plan.long_lat) {
-        const auto payload = std::span<const std::byte>(pp.buf.data(), s);
-        point(ctx, env, pp, "long", s,
-              [&](std::uint64_t) { ctx.request(peer, pp.ping_long, payload, std::size_t{0}); });
-    }
-    for (std::size_t s : plan.long_bw) stream_point(ctx, env, pp, s);
 }
 
 /// The MPI side of the same sizes, then the am/MPI and am/memcpy ratios.
@@ -282,6 +295,7 @@ int main(int argc, char** argv) {
                               "One-way latency of short/medium/long active messages, long-message "
                               "bandwidth vs memcpy, and the MPI baseline in the same run.");
     o.bench = bench_name;
+    allow_mpi_transport(o);
     if (o.demo) {
         o.transport = "shm";
         o.ranks = 2;

@@ -2,7 +2,8 @@
 /// @file
 /// Runs a benchmark body on am ranks: configuration from the shared options, core pinning,
 /// busy-polling waits, and the path of rank 0's results back to the reporting process
-/// (ranks may be forked processes: shm transport, or launched by `amrun`).
+/// (ranks may be forked processes: shm transport, or launched by `amrun`; or the processes of
+/// an MPI job: mpi transport, started by the user's mpirun or by the benchmark itself).
 #pragma once
 
 #include "options.hpp"
@@ -11,11 +12,19 @@
 
 #include <am/am.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace am::bench {
+
+/// The mpi transport: what idle ranks wait for (see `rank_env::idle`).
+struct idle_state {
+    am::handler<am::category::short_am> release;
+    std::uint64_t released = 0;  // releases handled
+    std::uint64_t waits = 0;     // idle() calls so far
+};
 
 /// What a rank body needs besides its context.
 class rank_env {
@@ -24,7 +33,32 @@ class rank_env {
         : _o(o), _transport(std::move(transport)), _out(out), _busy(busy) {}
 
     [[nodiscard]] const options& opts() const noexcept { return _o; }
+    /// The `transport` value of the results (for the current peer, see `use_peer`).
     [[nodiscard]] const std::string& transport() const noexcept { return _transport; }
+
+    /// The ranks that rank 0 measures against, in turn: --peers (those in range), else 1 (0 in
+    /// a job of one rank); on the mpi transport with nodes of several ranks, 1 and the first
+    /// rank of another node, when the job has them.
+    [[nodiscard]] std::vector<int> peers(const am::context& ctx) const;
+    /// Results from now on are about `peer`. On the mpi transport with nodes of several ranks
+    /// the transport value says how the peer is reached: "mixed-shm" (on rank 0's node: shared
+    /// memory) or "mixed-mpi" (on another node: MPI). Elsewhere it changes nothing.
+    void use_peer(int peer);
+
+    /// A rank that takes no part in a point (neither rank 0 nor the peer) calls this before
+    /// the barrier that ends the point. mpi transport: returns when rank 0 has called
+    /// `release_idle`, polling with sleeps in between, so that ranks oversubscribing the cores
+    /// leave them to the two that measure. Elsewhere it returns at once (as before).
+    void idle(am::context& ctx) const;
+    /// Rank 0, when it has measured a point against `peer`: releases the ranks in `idle`.
+    void release_idle(am::context& ctx, int peer) const;
+
+    /// mpi transport: `idle_state` for idle/release_idle, and whether each rank shares rank 0's
+    /// node (from the communicator, as the transport groups them).
+    void set_mpi(idle_state* idle, std::vector<bool> same_node_as_0) {
+        _idle = idle;
+        _same_node = std::move(same_node_as_0);
+    }
 
     /// Polls until `pred()` holds: a pure busy poll when every rank has a core (the latency
     /// path, as MPI's own progress engine does), else `ctx.wait` with its back-off.
@@ -48,6 +82,8 @@ class rank_env {
     std::string _transport;
     shared_results& _out;
     bool _busy;
+    idle_state* _idle = nullptr;
+    std::vector<bool> _same_node;
 };
 
 using rank_body = std::function<void(am::context&, rank_env&)>;
@@ -62,8 +98,18 @@ struct job_params {
 /// Runs `body` on every rank (transport, ranks and pinning from `o`, bench name `o.bench`),
 /// then adds rank 0's results to `rep` if this process is the one that reports (the
 /// launcher, or rank 0 under `amrun`; `reporting` says which). Returns am::run's status.
+///
+/// --transport mpi: started by an MPI launcher, this process is one rank of the job (rank 0
+/// reports; with --mpi-child it prints its JSON lines itself and `reporting` is false);
+/// otherwise the program starts itself under mpirun (`mpirun -n <ranks> --bind-to core ...
+/// <program> <arguments> --mpi-child`) and adds the results rank 0 prints to `rep`.
 int run_am_job(const options& o, const job_params& p, const rank_body& body, reporter& rep,
                bool& reporting);
+
+/// Called by a program that supports --transport mpi (am_pingpong, am_flood) after parsing:
+/// allows it, and makes it the default when the program was started by an MPI launcher
+/// without --transport. Other programs refuse --transport mpi.
+void allow_mpi_transport(options& o);
 
 /// One round: the am job and its baseline, results into `rep`. Returns a status; sets
 /// `reporting` false in a process that must stay silent (an am rank other than 0 under amrun).
@@ -72,6 +118,8 @@ using round_fn = std::function<int(reporter& rep, bool& reporting)>;
 /// Runs `round` `o.rounds` times (alternating am and baseline runs, so a change of machine
 /// state mid-way hits both) and prints the results in `mode`: as they come for one round,
 /// else pooled by `pool_rounds` at the end. The per-round results go to `kept` if given.
+/// In the processes of an MPI job (--transport mpi under mpirun) every rank goes through the
+/// rounds; between them the ranks other than 0 wait, sleeping, while rank 0 runs the baseline.
 int run_rounds(const options& o, output mode, const round_fn& round,
                std::vector<std::vector<result>>* kept = nullptr);
 

@@ -3,6 +3,9 @@
 
 #include "sys.hpp"
 
+#include <am/config.hpp>
+
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string_view>
 
 #ifndef AM_BENCH_MPI_BASELINE
 #define AM_BENCH_MPI_BASELINE ""
@@ -39,21 +43,59 @@ std::string program_path(mpi_program p) {
         p == mpi_program::rma ? AM_BENCH_MPI_RMA_BASELINE : AM_BENCH_MPI_BASELINE;
     if (built.empty()) return {};
     if (is_file(built)) return built;
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return {};
-    std::string dir(self, static_cast<std::size_t>(n));
+    std::string dir = self_path();
+    if (dir.empty()) return {};
     dir.resize(dir.rfind('/') + 1);
     const std::string next_to_us = dir + program_name(p);
     return is_file(next_to_us) ? next_to_us : std::string{};
 }
 
-[[noreturn]] void exec_child(int out_fd, std::vector<std::string>& argv) {
+// True for the variables by which an MPI launcher tells a process about its job: a child that
+// inherited them would take itself for a rank of that job instead of starting its own.
+bool launcher_variable(std::string_view name) {
+    for (std::string_view p : {"PMIX_", "PMI_", "OPAL_", "ORTE_", "HYDRA_", "MPIR_", "MPI_LOCAL"}) {
+        if (name.starts_with(p)) return true;
+    }
+    if (!name.starts_with("OMPI_")) return false;
+    if (name.starts_with("OMPI_ALLOW_RUN_AS_ROOT")) return false;
+    if (!name.starts_with("OMPI_MCA_")) return true;  // OMPI_COMM_WORLD_RANK, OMPI_FILE_...
+    // MCA parameters: the user's own settings (e.g. btl_vader_*) are kept; these are mpirun's.
+    const std::string_view mca = name.substr(9);
+    for (std::string_view p : {"orte_", "ess", "pmix", "initial_wdir", "mpi_oversubscribe",
+                               "mpi_yield_when_idle", "shmem_RUNTIME_QUERY_hint"}) {
+        if (mca.starts_with(p)) return true;
+    }
+    return false;
+}
+
+// In a child of an MPI rank: forget the job and the rank's core binding.
+void leave_mpi_job() {
+    std::vector<std::string> drop;
+    for (char** e = environ; *e != nullptr; ++e) {
+        const std::string_view entry(*e);
+        const std::string_view name = entry.substr(0, entry.find('='));
+        if (launcher_variable(name)) drop.emplace_back(name);
+    }
+    for (const std::string& name : drop) unsetenv(name.c_str());
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    const long n = sysconf(_SC_NPROCESSORS_CONF);
+    for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<int>(c), &all);
+    sched_setaffinity(0, sizeof all, &all);  // the kernel keeps only the cores we may use
+}
+
+[[noreturn]] void exec_child(int out_fd, std::vector<std::string>& argv,
+                             const std::vector<std::string>& env) {
     dup2(out_fd, STDOUT_FILENO);
     close(out_fd);
+    if (am::launched_by_mpi()) leave_mpi_job();
     if (geteuid() == 0) {  // Open MPI refuses root unless told twice
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    }
+    for (const std::string& e : env) {
+        const std::size_t eq = e.find('=');
+        setenv(e.substr(0, eq).c_str(), eq == std::string::npos ? "" : e.c_str() + eq + 1, 1);
     }
     std::vector<char*> args;
     for (std::string& a : argv) args.push_back(a.data());
@@ -109,48 +151,66 @@ bool run_mpi_program(const options& o, mpi_program program, const std::string& m
         said = true;
         return false;
     }
-    const bool few_cores = usable_cores() < 2;
-    std::vector<std::string> argv = {o.mpirun.empty() ? AM_BENCH_MPIEXEC : o.mpirun,
-                                     "-n",
-                                     "2",
-                                     "--bind-to",
-                                     few_cores ? "none" : "core",
-                                     "--map-by",
-                                     "core"};
-    if (few_cores) argv.push_back("--oversubscribe");
+    std::vector<std::string> argv = mpirun_command(o, 2, true);
     argv.push_back(exe);
     argv.push_back(mode);
     argv.insert(argv.end(), args.begin(), args.end());
     argv.push_back("--json");
+    const child_outcome c = run_collecting(argv, {}, rep);
+    if (c.status != 0 || c.results == 0) {
+        std::fprintf(stderr,
+                     "bench: NO MPI BASELINE: '%s ... %s %s' failed (status %d, %d results); "
+                     "am figures are not compared\n",
+                     argv[0].c_str(), exe.c_str(), mode.c_str(), c.status, c.results);
+        return false;
+    }
+    return true;
+}
 
+std::vector<std::string> mpirun_command(const options& o, int ranks, bool bind) {
+    int cores = usable_cores();
+    if (am::launched_by_mpi()) {  // this rank is bound; the child gets every core
+        cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    }
+    std::vector<std::string> argv = {o.mpirun.empty() ? AM_BENCH_MPIEXEC : o.mpirun, "-n",
+                                     std::to_string(ranks)};
+    const bool one_each = bind && ranks <= cores;
+    argv.insert(argv.end(), {"--bind-to", one_each ? "core" : "none", "--map-by", "core"});
+    if (ranks > cores) argv.push_back("--oversubscribe");
+    return argv;
+}
+
+child_outcome run_collecting(std::vector<std::string> argv, const std::vector<std::string>& env,
+                             reporter& rep) {
     std::fflush(nullptr);
     int fds[2];
     if (pipe(fds) != 0) {
         std::perror("bench: pipe");
-        return false;
+        return {-1, 0};
     }
     const pid_t pid = fork();
     if (pid < 0) {
         std::perror("bench: fork");
-        return false;
+        close(fds[0]);
+        close(fds[1]);
+        return {-1, 0};
     }
     if (pid == 0) {
         close(fds[0]);
-        exec_child(fds[1], argv);
+        exec_child(fds[1], argv, env);
     }
     close(fds[1]);
     const int count = read_results(fds[0], rep);
     int status = 0;
     waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || count == 0) {
-        std::fprintf(stderr,
-                     "bench: NO MPI BASELINE: '%s ... %s %s' failed (status %d, %d results); "
-                     "am figures are not compared\n",
-                     argv[0].c_str(), exe.c_str(), mode.c_str(),
-                     WIFEXITED(status) ? WEXITSTATUS(status) : -1, count);
-        return false;
-    }
-    return true;
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, count};
+}
+
+std::string self_path() {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return {};
+    return std::string(self, static_cast<std::size_t>(n));
 }
 
 }  // namespace am::bench

@@ -36,4 +36,26 @@ bool run_mpi_baseline(const options& o, const std::string& mode,
 /// The options a baseline child needs to measure what the am run measured.
 std::vector<std::string> forwarded_options(const options& o);
 
+/// `mpirun -n <ranks>` (the launcher of --mpirun, else the one found at build time) and the
+/// placement of the baseline: with a core per rank, rank r bound to core r (`--bind-to core
+/// --map-by core`); otherwise, or when `bind` is false, unbound (`--bind-to none --map-by
+/// core`, with `--oversubscribe` when there are more ranks than cores).
+std::vector<std::string> mpirun_command(const options& o, int ranks, bool bind);
+
+/// What became of a child started by `run_collecting`.
+struct child_outcome {
+    int status;   ///< exit status; -1 when it could not be started or was killed by a signal
+    int results;  ///< result lines read from its stdout
+};
+
+/// Runs `argv` (with `env`, "NAME=value" entries, added to the environment) and adds every
+/// result line it prints on stdout to `rep`; other lines go to stderr. From inside an MPI job
+/// the child gets an environment without the job's launcher variables and every core of the
+/// machine, so that it can start an MPI job of its own.
+child_outcome run_collecting(std::vector<std::string> argv, const std::vector<std::string>& env,
+                             reporter& rep);
+
+/// This executable (/proc/self/exe), or empty.
+std::string self_path();
+
 }  // namespace am::bench

@@ -12,16 +12,16 @@
 
 namespace am::bench {
 
-/// The raw cache-line hop between the cores of ranks 0 and 1 of MPI_COMM_WORLD through an MPI
-/// shared-memory window, as the am runs measure it: tells whether the am and the MPI run had
-/// their cores equally far apart. Collective; rank 0 gets the one-way µs per repetition,
-/// other ranks (and every rank when the window cannot be created) an empty vector.
-inline std::vector<double> mpi_cacheline_hop(int rank, int reps) {
+/// The raw cache-line hop between the cores of ranks 0 and 1 of `comm` (two ranks on one host;
+/// by default MPI_COMM_WORLD) through an MPI shared-memory window, as the am runs measure it:
+/// tells whether the am and the MPI run had their cores equally far apart. Collective; rank 0
+/// gets the one-way µs per repetition, other ranks (and every rank when the window cannot be
+/// created) an empty vector.
+inline std::vector<double> mpi_cacheline_hop(int rank, int reps, MPI_Comm comm = MPI_COMM_WORLD) {
     MPI_Win win;
     void* mine = nullptr;
     const MPI_Aint bytes = rank == 0 ? static_cast<MPI_Aint>(sizeof(hop_lines)) : 0;
-    if (MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &win) !=
-        MPI_SUCCESS) {
+    if (MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, comm, &mine, &win) != MPI_SUCCESS) {
         return {};
     }
     MPI_Aint size = 0;
@@ -29,9 +29,9 @@ inline std::vector<double> mpi_cacheline_hop(int rank, int reps) {
     void* lines = nullptr;
     MPI_Win_shared_query(win, 0, &size, &disp, &lines);
     if (rank == 0) new (lines) hop_lines{};
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
     auto v = cacheline_hop(*static_cast<hop_lines*>(lines), rank, reps, 20000);
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
     MPI_Win_free(&win);
     return v;
 }

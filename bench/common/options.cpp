@@ -20,8 +20,18 @@ options (shared by every program in bench/):
   --min-bytes N        smallest size of the default power-of-two sweep
   --max-bytes N        largest size of the default power-of-two sweep
   --ops a,b,...        only these operations: short, medium, long (long brings memcpy)
-  --transport T        am transport: shm (default) or threads
-  --ranks N            am ranks (default 2; the benchmark runs between ranks 0 and 1)
+  --transport T        am transport: shm (default), threads, or mpi (am_pingpong, am_flood:
+                       the am ranks are an MPI job, started with mpirun by the program
+                       itself unless it was itself started by mpirun; default when started
+                       by mpirun)
+  --ranks N            am ranks (default 2; the benchmark runs between ranks 0 and 1);
+                       mpi: the processes mpirun starts (ignored under the user's mpirun)
+  --node-size N        mpi: ranks per node (AM_NODE_SIZE): 1 (default) sends everything
+                       through MPI, 0 lets ranks on one host share memory, N > 1 groups
+                       ranks 0..N-1, N..2N-1, ... into nodes ("mixed": shared memory within
+                       a node, MPI between nodes)
+  --peers a,b,...      am_pingpong, am_flood: ranks that rank 0 measures against, in turn
+                       (default 1; mixed mpi: 1 and the first rank of the next node)
   --pin | --no-pin     pin rank r to core r (default: on when ranks <= cores)
   --no-baseline        do not run the MPI baseline
   --rounds N           repeat (am run, MPI run) N times, alternating, and pool them: median
@@ -35,6 +45,7 @@ options (shared by every program in bench/):
   --touch              am_flood: medium handlers read every payload byte (as a consumer would;
                        MPI_Recv copies it in any case); default: the payload is not read
   --demo               am_pingpong: short am-vs-MPI latency comparison for the README
+  --mpi-child          internal: marks the am ranks an am benchmark started under mpirun
   --help               this text
 )";
 
@@ -96,6 +107,7 @@ bool options::wants(const std::string& op) const {
 options parse_options(int argc, char** argv, const char* summary) {
     const char* prog = argc > 0 ? argv[0] : "bench";
     options o;
+    for (int i = 1; i < argc; ++i) o.args.emplace_back(argv[i]);
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
         auto value = [&]() -> const char* {
@@ -125,11 +137,21 @@ options parse_options(int argc, char** argv, const char* summary) {
             o.ops = split(value());
         } else if (a == "--transport") {
             o.transport = value();
-            if (o.transport != "shm" && o.transport != "threads") {
-                die(prog, "--transport must be shm or threads");
+            o.transport_given = true;
+            if (o.transport != "shm" && o.transport != "threads" && o.transport != "mpi") {
+                die(prog, "--transport must be shm, threads or mpi");
             }
         } else if (a == "--ranks") {
             o.ranks = static_cast<int>(parse_int(prog, "--ranks", value(), 1));
+        } else if (a == "--node-size") {
+            o.node_size = static_cast<int>(parse_int(prog, "--node-size", value(), 0));
+        } else if (a == "--peers") {
+            o.peers.clear();
+            for (const std::string& item : split(value())) {
+                o.peers.push_back(static_cast<int>(parse_int(prog, "--peers", item.c_str(), 0)));
+            }
+        } else if (a == "--mpi-child") {
+            o.mpi_child = true;
         } else if (a == "--pin") {
             o.pin = 1;
         } else if (a == "--no-pin") {

@@ -33,8 +33,8 @@ struct options {
     std::size_t max_bytes = 0;          ///< --max-bytes N: largest size of the default sweep
     std::vector<std::size_t> bw_sizes;  ///< --bw-sizes a,b: bandwidth sizes (MPI baseline)
     std::vector<std::string> ops;       ///< --ops short,medium,long: subset to run (empty: all)
-    std::string transport = "shm";      ///< --transport threads|shm
-    int ranks = 2;                      ///< --ranks N
+    std::string transport = "shm";      ///< --transport threads|shm|mpi
+    int ranks = 2;                      ///< --ranks N (mpi: the processes mpirun starts)
     int pin = -1;                       ///< --pin / --no-pin (-1: on when ranks <= cores)
     bool baseline = true;               ///< --no-baseline: skip the MPI run
     int rounds = 0;      ///< --rounds N: repeat the am run + MPI run pair (0: 1, demo 5)
@@ -45,6 +45,16 @@ struct options {
     std::string mode;    ///< first positional argument (mpi_baseline: pingpong|flood)
     std::string bench;   ///< --bench NAME: value of the "bench" key (mpi_baseline)
     std::string rma;     ///< --rma auto|am|both: put/get paths to measure (rma_lat, rma_bw)
+
+    // The mpi transport (am_pingpong, am_flood).
+    bool transport_given = false;  ///< --transport was on the command line
+    int node_size = -1;            ///< --node-size N: `config::node_size` (-1: 1, all MPI)
+    std::vector<int> peers;        ///< --peers a,b: the ranks rank 0 measures against
+    /// --mpi-child (internal): this process is an am rank of a job that the benchmark started
+    /// under mpirun; rank 0 prints its results as JSON lines for the benchmark to read.
+    bool mpi_child = false;
+    bool mpi_ok = false;            ///< the program supports --transport mpi (set by it)
+    std::vector<std::string> args;  ///< argv[1..] as given (to start the program again)
 
     /// Whether to pin rank r to core r, after resolving the default.
     [[nodiscard]] bool pinned(int cores) const { return pin < 0 ? ranks <= cores : pin != 0; }
