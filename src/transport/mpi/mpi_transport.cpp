@@ -319,16 +319,22 @@ class mpi_transport final : public transport {
 
     void barrier(const idle_fn& idle) override {
         MPI_Request r = MPI_REQUEST_NULL;
-        check(MPI_Ibarrier(_comm, &r), "MPI_Ibarrier");
+        {
+            maybe_lock lock(_mutex, _locking);
+            check(MPI_Ibarrier(_comm, &r), "MPI_Ibarrier");
+        }
         wait(r, idle);
     }
 
     void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
                    const done_fn& gathered) override {
         MPI_Request r = MPI_REQUEST_NULL;
-        check(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes),
-                             MPI_BYTE, _comm, &r),
-              "MPI_Iallgather");
+        {
+            maybe_lock lock(_mutex, _locking);
+            check(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out,
+                                 static_cast<int>(bytes), MPI_BYTE, _comm, &r),
+                  "MPI_Iallgather");
+        }
         wait(r, idle);
         if (gathered) gathered();
     }
@@ -409,7 +415,13 @@ class mpi_transport final : public transport {
         unsigned backoff = 0;
         for (;;) {
             int done = 0;
-            check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+            {
+                // Every MPI call of a rank is made under `_mutex` when a progress thread runs:
+                // MPI may complete this request from that thread, and the lock orders its
+                // writes into the result before this thread reads it.
+                maybe_lock lock(_mutex, _locking);
+                check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+            }
             if (done) return;
             if (idle && idle() != 0) backoff = 0;
             util::backoff(backoff);
