@@ -160,9 +160,12 @@ void msg_layer::send(int dest, int tag, std::span<const std::byte> data) {
         return;
     }
     msg_op op;
-    op.is_send = true;
-    op.data = data.data();
-    op.status = message_status{dest, tag, data.size()};
+    {
+        guard g(*this);  // the handlers that read the op take the same lock (progress thread)
+        op.is_send = true;
+        op.data = data.data();
+        op.status = message_status{dest, tag, data.size()};
+    }
     _ctx.request(dest, _h_rts, static_cast<std::uint32_t>(tag), std::uint64_t{data.size()},
                  to_wire(&op));
     wait_complete(op);
@@ -175,9 +178,12 @@ request msg_layer::isend(int dest, int tag, std::span<const std::byte> data, con
         return request(_ctx, message_status{dest, tag, data.size()});
     }
     auto* op = new msg_op;
-    op->is_send = true;
-    op->data = data.data();
-    op->status = message_status{dest, tag, data.size()};
+    {
+        guard g(*this);  // the handlers that read the op take the same lock (progress thread)
+        op->is_send = true;
+        op->data = data.data();
+        op->status = message_status{dest, tag, data.size()};
+    }
     request r(_ctx, op);
     _ctx.request(dest, _h_rts, static_cast<std::uint32_t>(tag), std::uint64_t{data.size()},
                  to_wire(op));
@@ -213,9 +219,12 @@ bool msg_layer::match_or_post(msg_op& op, const char* call) {
 // The receive is ready: tell the sender where the data goes. The op is fully set up before
 // the message leaves, as the data may arrive during the send (which polls).
 void msg_layer::start_rendezvous(msg_op& op, const unexpected_msg& m) {
-    op.matched = true;
-    op.expected = m.bytes;
-    op.status = message_status{m.source, m.tag, m.bytes};
+    {
+        guard g(*this);
+        op.matched = true;
+        op.expected = m.bytes;
+        op.status = message_status{m.source, m.tag, m.bytes};
+    }
     _ctx.request(m.source, _h_cts, m.sender, to_wire(&op));
 }
 
@@ -314,7 +323,14 @@ void msg_layer::on_rts(token& t, int tag, std::size_t bytes, std::uint64_t sende
 // find no room are queued (copied) and leave with later progress; the send is then complete.
 void msg_layer::on_cts(token& t, std::uint64_t sender, std::uint64_t receiver) {
     msg_op* op = op_from_wire(sender);
-    const std::size_t bytes = op->status.bytes;
+    std::size_t bytes = 0;
+    {
+        // With a progress thread this may run on another thread than the one that started
+        // the send; the lock it set the op (and wrote the data) under orders those writes
+        // before these reads. (The peer's answer orders them too, but through another process.)
+        guard g(*this);
+        bytes = op->status.bytes;
+    }
     for (std::size_t off = 0; off < bytes; off += _chunk) {
         const std::size_t len = std::min(_chunk, bytes - off);
         _ctx.request(t.source(), _h_data, std::span(op->data + off, len), receiver,
@@ -326,6 +342,7 @@ void msg_layer::on_cts(token& t, std::uint64_t sender, std::uint64_t receiver) {
 void msg_layer::on_data(token& t, std::uint64_t receiver, std::uint64_t offset,
                         std::span<const std::byte> data) {
     msg_op* op = op_from_wire(receiver);
+    guard g(*this);
     if (offset > op->expected || data.size() > op->expected - offset) {
         fail(errc::invalid_argument, "am::msg", _rank,
              "data from rank " + std::to_string(t.source()) + " overruns the receive of " +
