@@ -2,6 +2,7 @@
 #include "context_impl.hpp"
 
 #include "../util/backoff.hpp"
+#include "../util/maybe_lock.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -23,20 +24,7 @@ class frame_scope {
     std::uintptr_t _saved;
 };
 
-class maybe_lock {
-  public:
-    maybe_lock(std::mutex& m, bool on) : _m(on ? &m : nullptr) {
-        if (_m) _m->lock();
-    }
-    ~maybe_lock() {
-        if (_m) _m->unlock();
-    }
-    maybe_lock(const maybe_lock&) = delete;
-    maybe_lock& operator=(const maybe_lock&) = delete;
-
-  private:
-    std::mutex* _m;
-};
+using util::maybe_lock;
 
 constexpr unsigned lane_of(bool reply) {
     return reply ? 1u : 0u;

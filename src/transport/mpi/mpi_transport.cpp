@@ -17,6 +17,7 @@
 #include "mpi_transport.hpp"
 
 #include "../../util/backoff.hpp"
+#include "../../util/maybe_lock.hpp"
 #include "../ring/params.hpp"
 #include "../ring/region.hpp"
 #include "../shm/shm_region.hpp"
@@ -208,21 +209,7 @@ void make_node(MPI_Comm comm, const config& cfg, int rank, int size, node& nd) {
 
 // -------------------------------------------------------------------------------- transport
 
-/// Takes the lock only when a progress thread shares the transport.
-class maybe_lock {
-  public:
-    maybe_lock(std::mutex& m, bool on) : _m(on ? &m : nullptr) {
-        if (_m) _m->lock();
-    }
-    ~maybe_lock() {
-        if (_m) _m->unlock();
-    }
-    maybe_lock(const maybe_lock&) = delete;
-    maybe_lock& operator=(const maybe_lock&) = delete;
-
-  private:
-    std::mutex* _m;
-};
+using util::maybe_lock;  // locks only when a progress thread shares the transport
 
 using buffer = std::unique_ptr<std::byte[]>;
 
