@@ -65,7 +65,8 @@ typedef enum am_status {
     AM_ERR_ABORTED = 8,            ///< the job is going down: a rank died or called am_abort()
     AM_ERR_SYSTEM = 9,             ///< an operating-system call failed (or memory ran out)
     AM_ERR_INVALID_ARGUMENT = 10,  ///< any other bad argument (null pointer, bad configuration)
-    AM_ERR_NO_MEMORY = 11          ///< the segment has no free block of the requested size
+    AM_ERR_NO_MEMORY = 11,         ///< the segment has no free block of the requested size
+    AM_ERR_TIMEOUT = 12            ///< an epoch did not end within AM_EPOCH_TIMEOUT (C++ only)
 } am_status_t;
 
 /// One rank's endpoint, created by `am_run` and passed to the rank function. Opaque. Valid

@@ -8,3 +8,4 @@
 #include <am/error.hpp>
 #include <am/handler.hpp>
 #include <am/stats.hpp>
+#include <am/typed.hpp>

@@ -54,8 +54,20 @@ struct config {
     /// cap). Ranks of one node (same host, and within the cap, in rank order) reach each other
     /// through shared memory and other ranks through MPI. 1 sends everything through MPI.
     int node_size = 0;
-    /// Print per-rank statistics to stderr when the rank finishes (`AM_STATS=1`).
+    /// Print per-rank statistics to stderr when the rank finishes (`AM_STATS=1`), with a line
+    /// per typed-message epoch.
     bool print_stats = false;
+    /// Let several threads of a rank send and poll at once (`AM_THREAD_MULTIPLE=1`, default
+    /// off): the core then serialises its own state internally, as with `progress_thread`, and
+    /// coalescing layers keep one buffer set per sending thread. Costs a lock per core send.
+    bool thread_multiple = false;
+    /// Seconds an `am::epoch` may take to end before every rank prints what it sent and
+    /// handled per peer and per message type in that epoch and the job aborts
+    /// (`AM_EPOCH_TIMEOUT`, default 0 = wait forever).
+    double epoch_timeout = 0;
+    /// Test-only fault injection on the threads transport (`AM_FAULTS=seed`, default 0 = off):
+    /// polls deliver late and reorder messages across peers (each peer's own order is kept).
+    std::uint64_t faults = 0;
 
     /// The defaults above, overridden by the environment variables named above.
     /// Throws `am::error` naming the variable when one cannot be parsed.

@@ -21,7 +21,8 @@ enum class errc : int {
     aborted = 8,            ///< the job is going down: a rank died or called abort
     system = 9,             ///< an operating-system call failed during set-up
     invalid_argument = 10,  ///< any other bad argument (configuration, null pointer)
-    no_memory = 11          ///< the segment has no free block of the requested size
+    no_memory = 11,         ///< the segment has no free block of the requested size
+    timeout = 12            ///< an epoch did not end within `config::epoch_timeout`
 };
 
 /// Thrown by `am` calls on misuse and on job failure. `what()` names the call, the rank and the

@@ -113,6 +113,20 @@ config config::from_env() {
                         "am::config::from_env: AM_RMA=\"" + t + "\" is not one of auto, am");
         }
     }
+    if (const char* v = std::getenv("AM_THREAD_MULTIPLE")) {
+        c.thread_multiple = parse_bool("AM_THREAD_MULTIPLE", v);
+    }
+    if (const char* v = std::getenv("AM_EPOCH_TIMEOUT")) {
+        char* end = nullptr;
+        const double s = std::strtod(v, &end);
+        if (end == v || *end != '\0' || !(s >= 0) || s > 1e9) {
+            throw error(errc::invalid_argument,
+                        std::string("am::config::from_env: AM_EPOCH_TIMEOUT=\"") + v +
+                            "\" is not a number of seconds >= 0");
+        }
+        c.epoch_timeout = s;
+    }
+    if (const char* v = std::getenv("AM_FAULTS")) c.faults = parse_size("AM_FAULTS", v);
     if (const char* v = std::getenv("AM_EAGER_BYTES")) {
         c.eager_bytes = parse_size("AM_EAGER_BYTES", v);
     }

@@ -52,7 +52,8 @@ context_impl::context_impl(transport::transport& tp, const config& cfg)
     const std::size_t room = tp.max_message() - fixed_bytes(max_args);
     _max_medium = cfg.max_medium < room ? cfg.max_medium : room;
     _header_base = static_cast<std::uint64_t>(_rank) << 32;
-    _fast = _ring != nullptr && !cfg.progress_thread;
+    _locking = cfg.thread_multiple;
+    _fast = _ring != nullptr && !cfg.progress_thread && !cfg.thread_multiple;
     update_slow_path();
     // The progress thread is started by am::run once the model layers have registered their
     // handlers (start_progress_thread), so no message is dispatched before they exist.
@@ -229,7 +230,17 @@ std::uint64_t context_impl::total_received() const noexcept {
 inline std::size_t context_impl::poll_locked() {
     if (_pending_total.load(std::memory_order_relaxed) != 0) flush_pending();
     // The ring transport is called directly so its scan and `deliver` inline.
-    return _ring != nullptr ? _ring->poll_into(*this) : _tp.poll(*this);
+    std::size_t n = _ring != nullptr ? _ring->poll_into(*this) : _tp.poll(*this);
+    if (_deferred_ready.load(std::memory_order_relaxed)) [[unlikely]]
+        n += run_deferred();
+    return n;
+}
+
+std::size_t context_impl::run_deferred() {
+    _deferred_ready.store(false, std::memory_order_relaxed);
+    if (!_deferred_fn) return 0;
+    frame_scope scope(this, 0);
+    return _deferred_fn();
 }
 
 void context_impl::send(const send_desc& d, bool reply) {
@@ -480,6 +491,17 @@ void context_impl::allgather(const void* in, void* out, std::size_t bytes, const
                  std::to_string(_tp.max_gather_bytes()));
     }
     _tp.allgather(in, out, bytes, [this] { return poll(); }, {});
+}
+
+void context_impl::allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                                 const transport::idle_fn& idle, const char* call) {
+    if (in_handler()) fail(errc::bad_context, call, _rank, "called from a handler");
+    if (n > transport::transport::max_reduce_words) {
+        fail(errc::too_large, call, _rank,
+             std::to_string(n) + " words exceed the reduction limit of " +
+                 std::to_string(transport::transport::max_reduce_words));
+    }
+    _tp.allreduce_sum(in, out, n, idle);
 }
 
 void context_impl::check_tables() {

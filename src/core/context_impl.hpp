@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -62,6 +63,22 @@ class context_impl final : public transport::message_sink {
     /// Collective exchange of `bytes` per rank (≤ the transport's gather limit); polls while
     /// it waits. Not callable from a handler.
     void allgather(const void* in, void* out, std::size_t bytes, const char* call);
+    /// Element-wise sum over all ranks (≤ transport::max_reduce_words words), calling `idle`
+    /// while it waits. Not callable from a handler.
+    void allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                       const transport::idle_fn& idle, const char* call);
+    /// Runs `f` while no handler runs on another thread of this rank (under the poll lock
+    /// when a progress thread or several threads share the context). `f` must not send.
+    template <class F>
+    decltype(auto) exclusive(F&& f) {
+        if (!_locking) return f();
+        std::lock_guard lock(_poll_mutex);
+        return f();
+    }
+    /// Work a layer keeps for later (e.g. batches of an epoch this rank has not begun): `fn`
+    /// runs inside a poll, as a handler would (sends never block), after `signal_deferred`.
+    void set_deferred(std::function<std::size_t()> fn) { _deferred_fn = std::move(fn); }
+    void signal_deferred() noexcept { _deferred_ready.store(true, std::memory_order_release); }
     /// Enables every handler registered so far without a handshake: for the library's own
     /// handlers, registered identically on every rank before any message can arrive.
     void seal_builtin() noexcept {
@@ -135,6 +152,10 @@ class context_impl final : public transport::message_sink {
     std::mutex _poll_mutex;
     std::thread _progress;
     std::atomic<bool> _stop{false};
+
+    std::function<std::size_t()> _deferred_fn;
+    std::atomic<bool> _deferred_ready{false};
+    [[gnu::noinline]] std::size_t run_deferred();
 
     std::uint64_t _header_base;  // this rank in the header's source field
     std::atomic<std::uint64_t> _replies{0}, _stalls{0}, _queued{0}, _bad{0};

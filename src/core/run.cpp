@@ -45,7 +45,9 @@ int detail::run_rank(transport::transport& tp, const config& cfg, const rank_mai
         fn(impl.front());
         impl.quiesce();
         impl.stop_progress_thread();
-        if (cfg.print_stats) std::fputs(impl.snapshot().to_string().c_str(), stderr);
+        if (cfg.print_stats) {
+            std::fputs((impl.snapshot().to_string() + models.typed().report()).c_str(), stderr);
+        }
         tp.mark_finished();
         return 0;
     } catch (const error& e) {

@@ -61,6 +61,12 @@ class transport {
     virtual void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
                            const done_fn& gathered) = 0;
     [[nodiscard]] virtual std::size_t max_gather_bytes() const noexcept = 0;
+    /// Element-wise sum of `n` counters over all ranks (n ≤ `max_reduce_words`) into `out`,
+    /// calling `idle` while it waits. The default gathers and adds; transports override it
+    /// with something cheaper (one barrier over shared slots, MPI_Iallreduce).
+    virtual void allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                               const idle_fn& idle);
+    static constexpr std::size_t max_reduce_words = 32;
 
     /// Non-empty once the job is going down (another rank failed or aborted): the reason.
     [[nodiscard]] virtual bool job_failed() const noexcept = 0;

@@ -327,6 +327,17 @@ class mpi_transport final : public transport {
     }
     std::size_t max_gather_bytes() const noexcept override { return std::size_t{1} << 20; }
 
+    void allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                       const idle_fn& idle) override {
+        MPI_Request r = MPI_REQUEST_NULL;
+        {
+            maybe_lock lock(_mutex, _locking);
+            check(MPI_Iallreduce(in, out, static_cast<int>(n), MPI_UINT64_T, MPI_SUM, _comm, &r),
+                  "MPI_Iallreduce");
+        }
+        wait(r, idle);
+    }
+
     bool job_failed() const noexcept override { return _ring.job_failed(); }
     std::string failure_reason() const override { return _ring.failure_reason(); }
 
@@ -690,7 +701,7 @@ void mpi_transport::abort_job(int status) {
 }  // namespace
 
 int launch_on(MPI_Comm user, const config& cfg, const rank_body& body) {
-    ensure_initialized(cfg.progress_thread);
+    ensure_initialized(cfg.progress_thread || cfg.thread_multiple);
     MPI_Comm comm = MPI_COMM_NULL, data = MPI_COMM_NULL;
     check(MPI_Comm_dup(user, &comm), "MPI_Comm_dup");
     check(MPI_Comm_dup(user, &data), "MPI_Comm_dup");
@@ -703,7 +714,7 @@ int launch_on(MPI_Comm user, const config& cfg, const rank_body& body) {
     {
         node nd;
         make_node(comm, cfg, rank, size, nd);
-        mpi_transport tp(comm, data, rank, size, nd, cfg.progress_thread);
+        mpi_transport tp(comm, data, rank, size, nd, cfg.progress_thread || cfg.thread_multiple);
         status = body(tp);
         if (status != 0 || tp.job_failed()) tp.abort_job(status);
         tp.finish();
@@ -714,7 +725,7 @@ int launch_on(MPI_Comm user, const config& cfg, const rank_body& body) {
 }
 
 int launch(const config& cfg, const rank_body& body) {
-    ensure_initialized(cfg.progress_thread);
+    ensure_initialized(cfg.progress_thread || cfg.thread_multiple);
     return launch_on(MPI_COMM_WORLD, cfg, body);
 }
 

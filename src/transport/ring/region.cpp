@@ -29,7 +29,7 @@ region_layout layout(const region_params& p) {
     h.segment_bytes = p.segment_bytes;
     h.ranks_off = align_up(sizeof(region_header), 64);
     h.gather_off = align_up(h.ranks_off + n * sizeof(rank_info), 64);
-    h.rings_off = align_up(h.gather_off + n * gather_bytes, page);
+    h.rings_off = align_up(h.gather_off + n * gather_slot_bytes, page);
     h.segments_off = align_up(h.rings_off + n * n * num_lanes * ring_stride(p.ring_bytes), page);
     h.total = h.segments_off + n * p.segment_bytes;
     return h;
@@ -53,7 +53,7 @@ rank_info& region::info(int rank) const noexcept {
 }
 
 std::byte* region::gather_slot(int rank) const noexcept {
-    return _base + _hdr->l.gather_off + static_cast<std::size_t>(rank) * gather_bytes;
+    return _base + _hdr->l.gather_off + static_cast<std::size_t>(rank) * gather_slot_bytes;
 }
 
 ring_ctl* region::ring(int src, int dst, unsigned lane) const noexcept {
@@ -140,6 +140,29 @@ void ring_transport::allgather(const void* in, void* out, std::size_t bytes, con
     }
     if (gathered) gathered();
     barrier(idle);
+}
+
+// One barrier per reduction: each rank writes its words into the slot of this reduction's
+// parity, passes the barrier, and adds every rank's slot. The next reduction uses the other
+// slot, and a rank writes this one again only after the next barrier, which every rank
+// reaches after it has read this reduction's slots.
+void ring_transport::allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                                   const idle_fn& idle) {
+    if (n * sizeof(std::uint64_t) > reduce_slot_bytes) {
+        throw error(errc::invalid_argument, "am: allreduce of " + std::to_string(n) +
+                                                " words exceeds the limit of " +
+                                                std::to_string(reduce_slot_bytes / 8));
+    }
+    const std::size_t off = gather_bytes + _reduce_parity * reduce_slot_bytes;
+    _reduce_parity ^= 1u;
+    std::memcpy(_region.gather_slot(rank()) + off, in, n * sizeof(std::uint64_t));
+    barrier(idle);
+    for (std::size_t i = 0; i < n; ++i) out[i] = 0;
+    std::uint64_t w[reduce_slot_bytes / sizeof(std::uint64_t)];
+    for (int r = 0; r < size(); ++r) {
+        std::memcpy(w, _region.gather_slot(r) + off, n * sizeof(std::uint64_t));
+        for (std::size_t i = 0; i < n; ++i) out[i] += w[i];
+    }
 }
 
 void ring_transport::mark_finished() noexcept {

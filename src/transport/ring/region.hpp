@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace am::transport::ring {
@@ -33,7 +34,11 @@ struct region_params {
 };
 
 inline constexpr std::uint64_t region_magic = 0x616d2d7265676e31ull;  // "am-regn1"
-inline constexpr std::size_t gather_bytes = 1024;
+/// Each rank's gather slot: the first `gather_bytes` serve allgather, the rest holds the two
+/// alternating slots of `allreduce_sum`.
+inline constexpr std::size_t gather_bytes = 512;
+inline constexpr std::size_t reduce_slot_bytes = 256;
+inline constexpr std::size_t gather_slot_bytes = gather_bytes + 2 * reduce_slot_bytes;
 inline constexpr std::size_t reason_bytes = 1024;
 
 /// Sizes and offsets of a region's parts, in bytes from its start.
@@ -109,6 +114,8 @@ class ring_transport final : public transport {
     std::size_t poll_into(Sink& sink) {
         if (_region.failed()) [[unlikely]]
             throw_failed();
+        if (_faults != 0) [[unlikely]]
+            return poll_with_faults(sink);
         // `_in` lists the reply rings first: replies free the peers' request credits and never
         // wait on anything. The scan stays small; only a ring with records pays for draining.
         consumer* in = _in.data();
@@ -125,12 +132,47 @@ class ring_transport final : public transport {
     void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
                    const done_fn& gathered) override;
     std::size_t max_gather_bytes() const noexcept override { return gather_bytes; }
+    void allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                       const idle_fn& idle) override;
     bool job_failed() const noexcept override { return _region.failed(); }
     std::string failure_reason() const override { return _region.reason(); }
     void fail_job(std::string_view reason) noexcept override { _region.fail(reason); }
     void mark_finished() noexcept override;
 
+    /// Fault injection for tests (`config::faults`): polls then deliver late and out of order
+    /// across peers. 0 turns it off.
+    void set_faults(std::uint64_t seed) noexcept { _faults = seed == 0 ? 0 : seed | 1; }
+
   private:
+    // With faults on, a poll delivers nothing a quarter of the time (and yields the CPU), and
+    // otherwise visits the rings from a random start, skipping each with probability 1/2 and
+    // taking at most a few records from each: messages from different peers arrive late and
+    // reordered; each ring stays FIFO, as the transport promises.
+    template <class Sink>
+    [[gnu::noinline]] std::size_t poll_with_faults(Sink& sink) {
+        const auto next = [this] {
+            _faults ^= _faults << 13, _faults ^= _faults >> 7, _faults ^= _faults << 17;
+            return _faults;
+        };
+        if (next() % 4 == 0) {
+            std::this_thread::yield();
+            return 0;
+        }
+        const int e = 2 * size();
+        const int start = static_cast<int>(next() % static_cast<std::uint64_t>(e));
+        std::size_t handled = 0;
+        for (int k = 0; k < e; ++k) {
+            const int i = (start + k) % e;
+            if (!_in[i].ready() || next() % 2 == 0) continue;
+            const int n = size();
+            const int src = i < n ? i : i - n;
+            const unsigned lane = i < n ? 1u : 0u;
+            handled += _in[i].drain(
+                [&](std::byte* msg, std::size_t len) { sink.deliver(src, lane, msg, len); },
+                1 + next() % 4);
+        }
+        return handled;
+    }
     template <class Sink>
     [[gnu::noinline]] std::size_t drain_ring(Sink& sink, int i) {
         const int n = size();
@@ -145,6 +187,9 @@ class ring_transport final : public transport {
     std::size_t _max_message;
     std::vector<producer> _out;  // [dest * lanes + lane]
     std::vector<consumer> _in;   // reply lane by source, then request lane by source
+    unsigned _reduce_parity = 0;
+    std::uint64_t _faults = 0;  // xorshift state; 0 when fault injection is off  // which of the
+                                // two reduce slots the next reduction uses
 };
 
 }  // namespace am::transport::ring

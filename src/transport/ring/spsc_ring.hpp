@@ -86,13 +86,14 @@ class consumer {
         return _ctl->head.load(std::memory_order_acquire) != _tail;
     }
 
-    /// Calls `fn(msg, len)` for every record published when called; each record is released
-    /// after `fn` returns (or throws), so `msg` stays valid during the call. Returns the count.
+    /// Calls `fn(msg, len)` for every record published when called (at most `limit`); each
+    /// record is released after `fn` returns (or throws), so `msg` stays valid during the call.
+    /// Returns the count.
     template <class Fn>
-    std::size_t drain(Fn&& fn) {
+    std::size_t drain(Fn&& fn, std::size_t limit = SIZE_MAX) {
         const std::uint64_t head = _ctl->head.load(std::memory_order_acquire);
         std::size_t n = 0;
-        while (_tail != head) {
+        while (_tail != head && n < limit) {
             std::byte* rec = _data + (_tail & _mask);
             std::uint64_t word;
             std::memcpy(&word, rec, 8);

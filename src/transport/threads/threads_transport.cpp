@@ -38,8 +38,9 @@ class mapping {
     std::size_t _bytes;
 };
 
-int run_one(std::byte* base, int rank, const rank_body& body) {
+int run_one(std::byte* base, int rank, std::uint64_t faults, const rank_body& body) {
     ring::ring_transport tp(base, rank);
+    if (faults != 0) tp.set_faults(faults * 0x9e3779b97f4a7c15ull + static_cast<unsigned>(rank));
     return body(tp);
 }
 
@@ -53,9 +54,9 @@ int launch(const config& cfg, const rank_body& body) {
     std::vector<std::thread> threads;
     threads.reserve(status.size());
     for (int r = 1; r < p.ranks; ++r) {
-        threads.emplace_back([&, r] { status[r] = run_one(mem.data(), r, body); });
+        threads.emplace_back([&, r] { status[r] = run_one(mem.data(), r, cfg.faults, body); });
     }
-    status[0] = run_one(mem.data(), 0, body);
+    status[0] = run_one(mem.data(), 0, cfg.faults, body);
     for (std::thread& t : threads) t.join();
     for (int s : status) {
         if (s != 0) return s;
