@@ -141,6 +141,19 @@ void typed_detach(typed_layer* l, typed_member* m) noexcept;
 int typed_rank(typed_layer* l) noexcept;
 int typed_size(typed_layer* l) noexcept;
 
+/// A layer destroyed while it holds messages sends them; when that fails (no epoch open, the
+/// job going down) the messages are lost, which is reported on stderr rather than thrown from
+/// a destructor.
+void report_lost(typed_layer* l, const char* what, const char* why) noexcept;
+template <class M>
+void flush_on_destruction(M& m, typed_layer* l, const char* what) noexcept {
+    try {
+        if (m.holds()) (void)m.flush_held();
+    } catch (const std::exception& e) {
+        report_lost(l, what, e.what());
+    }
+}
+
 /// Calls the user's handler on a batch: once with the span, or once per message.
 template <class T, class F>
 void run_batch(F& f, int source, std::span<const T> batch) {
@@ -319,7 +332,11 @@ class coalesced final : public detail::typed_member {
         order = 1;
         detail::typed_attach(_layer, this);
     }
-    ~coalesced() { detail::typed_detach(_layer, this); }
+    /// Sends what it still holds (an epoch must be open then), then leaves the epoch's list.
+    ~coalesced() {
+        detail::typed_detach(_layer, this);
+        detail::flush_on_destruction(*this, _layer, "am::coalesced");
+    }
     coalesced(const coalesced&) = delete;
     coalesced& operator=(const coalesced&) = delete;
 
@@ -678,7 +695,11 @@ class reducer final : public detail::typed_member {
         order = 2;
         detail::typed_attach(_layer, this);
     }
-    ~reducer() { detail::typed_detach(_layer, this); }
+    /// Sends what it still holds (an epoch must be open then), then leaves the epoch's list.
+    ~reducer() {
+        detail::typed_detach(_layer, this);
+        detail::flush_on_destruction(*this, _layer, "am::reducer");
+    }
     reducer(const reducer&) = delete;
     reducer& operator=(const reducer&) = delete;
 

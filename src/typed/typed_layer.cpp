@@ -119,11 +119,15 @@ void typed_layer::check_tag(std::uint64_t tag, const char* call) {
         fail(errc::bad_context, call,
              "no epoch is open: typed messages are sent inside an am::epoch or from handlers");
     }
+    // Read through atomics: handlers on a progress thread check their sends here too.
     const unsigned level = static_cast<unsigned>(tag & 0xff);
-    if ((tag >> 8) == _epoch && _depth >= 0 && level > static_cast<unsigned>(_depth)) [[unlikely]] {
+    const std::uint64_t open = _open_tag.load(std::memory_order_acquire);
+    const int depth = _open_depth.load(std::memory_order_relaxed);
+    if (open != no_epoch_tag && (tag >> 8) == (open >> 8) && depth >= 0 &&
+        level > static_cast<unsigned>(depth)) [[unlikely]] {
         fail(errc::bad_context, call,
              "a message nested " + std::to_string(level) + " deep exceeds the depth " +
-                 std::to_string(_depth) + " declared for epoch " + std::to_string(_epoch) +
+                 std::to_string(depth) + " declared for epoch " + std::to_string(open >> 8) +
                  " (epoch_options::depth)");
     }
 }
@@ -269,6 +273,7 @@ void typed_layer::begin(const epoch_options& opt) {
     _begin_totals = read_totals(slot_of(make_tag(_epoch, 0)));
     const std::uint64_t tag = make_tag(_epoch, 0);
     hot.tag = tag;
+    _open_depth.store(_depth, std::memory_order_relaxed);
     _open_tag.store(tag, std::memory_order_release);
     bool kept;
     {
@@ -579,6 +584,10 @@ int typed_rank(typed_layer* l) noexcept {
 }
 int typed_size(typed_layer* l) noexcept {
     return l->size();
+}
+void report_lost(typed_layer* l, const char* what, const char* why) noexcept {
+    std::fprintf(stderr, "am: rank %d: %s destroyed with unsent messages, which are lost: %s\n",
+                 l->rank(), what, why);
 }
 void epoch_begin(typed_layer* l, const epoch_options& opt) {
     l->begin(opt);

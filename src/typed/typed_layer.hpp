@@ -127,6 +127,7 @@ class typed_layer {
     slot_counts _slots[2];
 
     std::atomic<std::uint64_t> _open_tag{no_epoch_tag};
+    std::atomic<int> _open_depth{-1};  // _depth, for checks on other threads
     // The last epoch this rank has begun. Batches of a later epoch (a peer already began it)
     // wait in `_deferred` until this rank begins it too: the program may still be creating
     // what their handlers use.
