@@ -65,8 +65,9 @@ struct config {
     /// handled per peer and per message type in that epoch and the job aborts
     /// (`AM_EPOCH_TIMEOUT`, default 0 = wait forever).
     double epoch_timeout = 0;
-    /// Test-only fault injection on the threads transport (`AM_FAULTS=seed`, default 0 = off):
-    /// polls deliver late and reorder messages across peers (each peer's own order is kept).
+    /// Test-only fault injection on the threads and shm transports (`AM_FAULTS=seed`, default
+    /// 0 = off; not under amrun or mpi): polls deliver late and reorder messages across peers
+    /// (each peer's own order is kept).
     std::uint64_t faults = 0;
 
     /// The defaults above, overridden by the environment variables named above.

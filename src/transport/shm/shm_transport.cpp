@@ -122,9 +122,10 @@ void become_rank_child(pid_t launcher) {
     if (getppid() != launcher) _exit(1);
 }
 
-int run_rank(std::byte* base, int rank, const rank_body& body) {
+int run_rank(std::byte* base, int rank, std::uint64_t faults, const rank_body& body) {
     ring::region(base).info(rank).pid.store(getpid());
     ring::ring_transport tp(base, rank);
+    if (faults != 0) tp.set_faults(faults * 0x9e3779b97f4a7c15ull + static_cast<unsigned>(rank));
     return body(tp);
 }
 
@@ -148,7 +149,7 @@ int run_launched_rank(const rank_body& body) {
         throw error(errc::invalid_argument, std::string("am::run: AM_RANK=") + rank_text +
                                                 " is outside [0, " + std::to_string(ranks) + ")");
     }
-    return run_rank(bytes, rank, body);
+    return run_rank(bytes, rank, 0, body);
 }
 
 namespace {
@@ -189,7 +190,7 @@ int launch(const config& cfg, const rank_body& body) {
         [&](shared_region& shm, int r) {
             int status = 1;
             try {
-                status = run_rank(shm.data(), r, body);
+                status = run_rank(shm.data(), r, cfg.faults, body);
             } catch (const std::exception& e) {
                 std::fprintf(stderr, "am: rank %d: %s\n", r, e.what());
             }
