@@ -373,14 +373,27 @@ void context_impl::send_short_slow(int dest, unsigned lane, std::uint32_t handle
 std::size_t context_impl::poll() {
     if (in_handler()) return 0;
     if (!_locking) return poll_locked();
-    std::unique_lock lock(_poll_mutex, std::try_to_lock);
-    if (lock.owns_lock()) return poll_locked();
-    // The progress thread is polling: still report a failed job, as every poll does.
-    if (_tp.job_failed()) [[unlikely]] {
-        throw error(errc::aborted,
-                    "rank " + std::to_string(_rank) + ": job aborted: " + _tp.failure_reason());
+    std::size_t n = 0;
+    {
+        std::unique_lock lock(_poll_mutex, std::try_to_lock);
+        if (lock.owns_lock()) {
+            n = poll_locked();
+        } else if (_tp.job_failed()) [[unlikely]] {
+            // Another thread is polling: still report a failed job, as every poll does.
+            throw error(errc::aborted,
+                        "rank " + std::to_string(_rank) + ": job aborted: " + _tp.failure_reason());
+        }
     }
-    return 0;
+    if (_work_ready.load(std::memory_order_acquire)) n += run_work();
+    return n;
+}
+
+// Outside the poll lock: several threads of the rank may run work units at once.
+std::size_t context_impl::run_work() {
+    if (!_work_fn) return 0;
+    std::shared_lock lock(_work_mutex);
+    frame_scope scope(this, 0);
+    return _work_fn();
 }
 
 void context_impl::reject(int source, const char* why) noexcept {

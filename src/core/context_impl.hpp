@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,12 +74,18 @@ class context_impl final : public transport::message_sink {
     decltype(auto) exclusive(F&& f) {
         if (!_locking) return f();
         std::lock_guard lock(_poll_mutex);
+        std::unique_lock work(_work_mutex);
         return f();
     }
     /// Work a layer keeps for later (e.g. batches of an epoch this rank has not begun): `fn`
     /// runs inside a poll, as a handler would (sends never block), after `signal_deferred`.
     void set_deferred(std::function<std::size_t()> fn) { _deferred_fn = std::move(fn); }
     void signal_deferred() noexcept { _deferred_ready.store(true, std::memory_order_release); }
+    /// Work that any thread polling this rank may run, outside the poll lock and concurrently
+    /// with other such threads (`thread_multiple`): `fn` runs as a handler would, one unit per
+    /// call, returning how many it ran; `work_available` says whether there is any.
+    void set_parallel_work(std::function<std::size_t()> fn) { _work_fn = std::move(fn); }
+    void work_available(bool yes) noexcept { _work_ready.store(yes, std::memory_order_release); }
     /// Enables every handler registered so far without a handshake: for the library's own
     /// handlers, registered identically on every rank before any message can arrive.
     void seal_builtin() noexcept {
@@ -154,6 +161,10 @@ class context_impl final : public transport::message_sink {
     std::atomic<bool> _stop{false};
 
     std::function<std::size_t()> _deferred_fn;
+    std::function<std::size_t()> _work_fn;
+    std::atomic<bool> _work_ready{false};
+    std::shared_mutex _work_mutex;  // shared while work runs; `exclusive` takes it alone
+    std::size_t run_work();
     std::atomic<bool> _deferred_ready{false};
     [[gnu::noinline]] std::size_t run_deferred();
 

@@ -46,6 +46,8 @@ typed_layer::typed_layer(context& ctx, const config& cfg)
       _locking(cfg.thread_multiple || cfg.progress_thread) {
     hot.threaded = _locking;
     _core->set_deferred([this] { return run_deferred(); });
+    _parallel = cfg.thread_multiple;
+    if (_parallel) _core->set_parallel_work([this] { return run_parallel(); });
 }
 
 typed_layer::~typed_layer() {
@@ -185,7 +187,26 @@ void typed_layer::deliver(std::uint32_t type, int source, std::span<const std::b
             return;
         }
     }
+    if (_parallel) {
+        std::lock_guard lock(_work_mutex);
+        _work.push_back(deferred_batch{type, source, tag, {p.begin(), p.end()}});
+        _core->work_available(true);
+        return;
+    }
     run_batch(type, source, p, tag);
+}
+
+std::size_t typed_layer::run_parallel() {
+    deferred_batch b;
+    {
+        std::lock_guard lock(_work_mutex);
+        if (_work.empty()) return 0;
+        b = std::move(_work.front());
+        _work.pop_front();
+        if (_work.empty()) _core->work_available(false);
+    }
+    run_batch(b.type, b.source, b.bytes, b.tag);
+    return 1;
 }
 
 void typed_layer::run_batch(std::uint32_t type, int source, std::span<const std::byte> p,

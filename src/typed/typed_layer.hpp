@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -104,6 +105,7 @@ class typed_layer {
     };
     void run_batch(std::uint32_t type, int source, std::span<const std::byte> p, std::uint64_t tag);
     std::size_t run_deferred();
+    std::size_t run_parallel();
     [[nodiscard]] totals read_totals(unsigned slot) const noexcept;
     std::size_t flush_members();
     [[nodiscard]] bool members_hold() const;
@@ -134,6 +136,11 @@ class typed_layer {
     std::atomic<std::uint64_t> _begun{0};
     std::mutex _deferred_mutex;
     std::vector<deferred_batch> _deferred;
+    // thread_multiple: received batches wait here for whichever polling thread takes them, so
+    // several threads of the rank run handlers at once.
+    bool _parallel = false;
+    std::mutex _work_mutex;
+    std::deque<deferred_batch> _work;
     std::uint64_t _epoch = 0;  // number of the open (or last) epoch
     int _depth = -1;
     bool _ending = false;
