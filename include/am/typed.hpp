@@ -296,8 +296,9 @@ class message_type {
 /// Options of a coalescing layer.
 struct coalesce_options {
     /// Bytes of each per-destination buffer: a buffer is sent as one message when it is full,
-    /// on `flush()` and at the end of the epoch. Bounded by `context::max_medium()`.
-    std::size_t bytes = std::size_t{16} << 10;
+    /// on `flush()` and at the end of the epoch. At most `context::max_medium()`; 0 (default)
+    /// takes 16 KiB, or `max_medium()` when that is smaller.
+    std::size_t bytes = 0;
 };
 
 /// Per-destination coalescing over a message type (AM++ §3.2.1). `send` appends to the
@@ -318,6 +319,7 @@ class coalesced final : public detail::typed_member {
           _hot(detail::typed_hot_of(_layer)),
           _ranks(static_cast<std::uint32_t>(detail::typed_size(_layer))) {
         const std::size_t room = detail::typed_max_batch_bytes(_layer);
+        if (opt.bytes == 0) opt.bytes = std::min(std::size_t{16} << 10, room);
         if (opt.bytes < sizeof(T) || opt.bytes > room) {
             detail::typed_fail(
                 _layer, errc::too_large, "am::coalesce",
