@@ -83,13 +83,14 @@ class typed_layer;
 
 /// Tag carried by every typed message: epoch number and nesting level.
 inline constexpr std::uint64_t no_epoch_tag = ~std::uint64_t{0};
+/// The tag of a buffer that has not been used yet: equal to no tag a send can have.
+inline constexpr std::uint64_t unset_tag = ~std::uint64_t{1};
 
 /// The state a header-inline send path reads: the tag of sends made now by the rank's thread
 /// (outside `thread_multiple`), or `no_epoch_tag`.
 struct typed_hot {
     std::uint64_t tag = no_epoch_tag;
-    bool threaded = false;     ///< several threads of the rank may send (thread_multiple, progress)
-    std::uint64_t serial = 0;  ///< last number given to a coalescing layer
+    bool threaded = false;  ///< several threads of the rank may send (thread_multiple, progress)
 };
 
 /// Something a layer keeps locally that the epoch's end must send first (coalescing buffers,
@@ -139,6 +140,9 @@ void typed_attach(typed_layer* l, typed_member* m);
 void typed_detach(typed_layer* l, typed_member* m) noexcept;
 [[noreturn]] void typed_fail(typed_layer* l, errc code, const char* call, const std::string& what);
 int typed_rank(typed_layer* l) noexcept;
+/// A number no other coalescing layer of this process had (thread-local caches compare it:
+/// a new layer may reuse an old one's address, even in a later job).
+std::uint64_t typed_new_serial() noexcept;
 int typed_size(typed_layer* l) noexcept;
 
 /// A layer destroyed while it holds messages sends them; when that fails (no epoch open, the
@@ -229,10 +233,10 @@ class message_type {
         static_assert(detail::valid_handler_v<T, H>,
                       "am::message_type<T>: the handler must be callable as "
                       "(int source, std::span<const T>), (int source, const T&) or (const T&)");
-        auto state = std::make_unique<H>(std::forward<F>(handler));
-        const detail::type_runner runner{state.get(), &run<H>, &detail::destroy_callable<H>};
+        // The layer owns the handler from the call on, also when it throws.
+        const detail::type_runner runner{new H(std::forward<F>(handler)), &run<H>,
+                                         &detail::destroy_callable<H>};
         _id = detail::typed_register(_layer, name, sizeof(T), runner);
-        (void)state.release();  // the layer owns it now
         detail::typed_layer* layer = _layer;
         const std::uint32_t id = _id;
         auto h =
@@ -329,7 +333,7 @@ class coalesced final : public detail::typed_member {
         }
         _cap = static_cast<std::uint32_t>(opt.bytes / sizeof(T));
         _threaded = _hot->threaded;
-        _serial = ++_hot->serial;
+        _serial = detail::typed_new_serial();
         init(_main);
         order = 1;
         detail::typed_attach(_layer, this);
@@ -378,35 +382,60 @@ class coalesced final : public detail::typed_member {
     [[nodiscard]] std::size_t capacity() const noexcept { return _cap; }
     [[nodiscard]] message_type<T>& type() const noexcept { return *_type; }
 
+    /// Sends every buffer of every thread (the epoch's end). With several threads, another
+    /// thread's buffers are taken only when their lock is free at once, and sent after it is
+    /// released: that thread may itself be waiting in a send for this rank to make progress.
     std::size_t flush_held() override {
-        std::size_t n = flush_all(_main);
-        if (_threaded) {
+        if (!_threaded) return flush_all(_main);
+        struct taken {
+            int dest;
+            std::uint64_t tag;
+            std::vector<T> values;
+        };
+        std::vector<taken> out;
+        {
             std::lock_guard lock(_sets_mutex);
             for (auto& s : _sets) {
-                std::lock_guard set_lock(s->mutex);
-                n += flush_all(*s);
+                std::unique_lock set_lock(s->mutex, std::try_to_lock);
+                if (!set_lock.owns_lock()) continue;  // its owner is sending; asked again later
+                for (std::size_t d = 0; d < s->meta.size(); ++d) {
+                    buffer_meta& m = s->meta[d];
+                    if (m.count == 0) continue;
+                    const T* data = s->active(static_cast<int>(d), _cap);
+                    out.push_back(taken{static_cast<int>(d), m.tag, {data, data + m.count}});
+                    m.count = 0;
+                }
             }
+        }
+        std::size_t n = 0;
+        for (const taken& t : out) {
+            detail::typed_send(_layer, _type->id(), t.dest, t.tag, t.values.data(), t.values.size(),
+                               call);
+            n += t.values.size();
         }
         return n;
     }
+    /// True while any buffer holds values (or, with several threads, one cannot be looked at
+    /// now because its owner is sending).
     [[nodiscard]] bool holds() const override {
         auto any = [](const buffers& s) {
             return std::any_of(s.meta.begin(), s.meta.end(),
                                [](const buffer_meta& m) { return m.count != 0; });
         };
-        if (any(_main)) return true;
-        if (!_threaded) return false;
+        if (!_threaded) return any(_main);
         std::lock_guard lock(_sets_mutex);
         return std::any_of(_sets.begin(), _sets.end(), [&](const std::unique_ptr<buffers>& s) {
-            std::lock_guard set_lock(s->mutex);
-            return any(*s);
+            std::unique_lock set_lock(s->mutex, std::try_to_lock);
+            return !set_lock.owns_lock() || any(*s);
         });
     }
 
   private:
     static constexpr const char* call = "am::coalesced::send";
     struct buffer_meta {
-        std::uint64_t tag = detail::no_epoch_tag;  // epoch and level of the buffered values
+        // Epoch and level of the buffered values; at first none, so that the first send
+        // checks its tag (an epoch must be open).
+        std::uint64_t tag = detail::unset_tag;
         std::uint32_t count = 0;
         std::uint32_t which = 0;  // which half of the destination's storage is being filled
         bool sending = false;     // the other half is being sent (a flush polls meanwhile)
@@ -606,7 +635,8 @@ class dedup_layer final : public detail::typed_member {
             ++_hits;
             return;
         }
-        _next->send(value, dest);
+        _next->send(value, dest);  // a refused send (it throws) is not remembered
+        remember(value, dest);
     }
     /// Messages dropped so far.
     [[nodiscard]] std::uint64_t hits() const noexcept { return _hits; }
@@ -642,18 +672,25 @@ class dedup_layer final : public detail::typed_member {
                                                 0x9e3779b97f4a7c15ull);
         }
     };
-    bool seen(const value_type& v, int dest) {
+    [[nodiscard]] std::uint64_t slot_hash(const value_type& v, int dest) const noexcept {
+        return detail::hash_value(v) ^ static_cast<std::uint64_t>(dest) * 0x9e3779b97f4a7c15ull;
+    }
+    [[nodiscard]] bool seen(const value_type& v, int dest) const {
         if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
-            const std::uint64_t h =
-                detail::hash_value(v) ^ static_cast<std::uint64_t>(dest) * 0x9e3779b97f4a7c15ull;
-            slot& s = _slots[h & _mask];
-            if (s.dest == dest && detail::same_value(s.value, v)) return true;
+            const slot& s = _slots[slot_hash(v, dest) & _mask];
+            return s.dest == dest && detail::same_value(s.value, v);
+        } else {
+            return _seen.count(key{v, dest}) != 0;
+        }
+    }
+    void remember(const value_type& v, int dest) {
+        if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
+            slot& s = _slots[slot_hash(v, dest) & _mask];
             s.value = v;
             s.dest = dest;
-            return false;
         } else {
             if (_seen.size() >= _max) _seen.clear();
-            return !_seen.insert(key{v, dest}).second;
+            _seen.insert(key{v, dest});
         }
     }
 
@@ -708,6 +745,10 @@ class reducer final : public detail::typed_member {
     /// Folds `kv` into the held message with the same key for `dest`, or holds it.
     void send(const value_type& kv, int dest) {
         const std::uint64_t tag = detail::current_tag(_layer, _hot, "am::reducer::send");
+        if (tag != _checked) [[unlikely]] {  // the epoch and depth rules, once per tag
+            detail::typed_check_tag(_layer, tag, "am::reducer::send");
+            _checked = tag;
+        }
         if (static_cast<unsigned>(dest) >= static_cast<unsigned>(detail::typed_size(_layer)))
             [[unlikely]] {
             _next->send(kv, dest);  // reports the bad rank
@@ -809,6 +850,7 @@ class reducer final : public detail::typed_member {
     std::size_t _max = 0;
     std::unordered_map<key, value_type, key_hash> _held;
     std::uint64_t _combined = 0;
+    std::uint64_t _checked = detail::unset_tag;  // the last tag that passed typed_check_tag
 };
 
 /// Duplicate elimination over `sender` with `cache` (`direct_mapped_cache` or `hash_cache`).
@@ -862,8 +904,16 @@ class epoch {
             detail::typed_fail(_layer, errc::bad_context, "am::epoch::end",
                                "the epoch has already ended");
         }
-        _ended = true;
-        return detail::epoch_end(_layer, value, _stats);
+        try {
+            const std::uint64_t sum = detail::epoch_end(_layer, value, _stats);
+            _ended = true;
+            return sum;
+        } catch (const error& e) {
+            // Called where it may not be (a handler): the epoch stays open. Otherwise (the job
+            // is going down, a timeout) the library has closed it.
+            if (e.code() != errc::bad_context) _ended = true;
+            throw;
+        }
     }
     /// This rank's statistics of the epoch; complete once it has ended.
     [[nodiscard]] const epoch_stats& stats() const noexcept { return _stats; }

@@ -268,7 +268,7 @@ void context_impl::send(const send_desc& d, bool reply) {
         if (poll() != 0) {
             backoff = 0;
         } else {
-            util::backoff(backoff);
+            util::backoff(backoff, _tp.spin_limit());
         }
         maybe_lock lock(_send_mutex, _locking);
         if (try_inject(d, bytes, inline_long)) {
@@ -486,7 +486,7 @@ void context_impl::deliver_inline_long(int source, unsigned lane, std::byte* msg
 // ------------------------------------------------------------------------------ collectives
 
 void context_impl::idle(unsigned& backoff) {
-    util::backoff(backoff);
+    util::backoff(backoff, _tp.spin_limit());
 }
 
 void context_impl::barrier() {
@@ -593,7 +593,7 @@ void context_impl::quiesce() {
         for (;;) {
             const std::size_t handled = poll();
             if (handled == 0 && _pending_total.load() == 0) break;
-            if (handled == 0) util::backoff(backoff);
+            if (handled == 0) util::backoff(backoff, _tp.spin_limit());
         }
         const counts mine{total_sent(), total_received(), _pending_total.load()};
         _tp.allgather(&mine, all.data(), sizeof mine, [this] { return poll(); }, {});

@@ -37,6 +37,10 @@ class transport {
 
     [[nodiscard]] int rank() const noexcept { return _rank; }
     [[nodiscard]] int size() const noexcept { return _size; }
+    /// Rounds a wait spins before it yields (`util::backoff`): 0 when this host runs more
+    /// ranks than it has usable cores.
+    [[nodiscard]] unsigned spin_limit() const noexcept { return _spin; }
+    void set_spin_limit(unsigned spin) noexcept { _spin = spin; }
 
     /// Largest message (header + arguments + medium payload) `try_reserve` accepts.
     [[nodiscard]] virtual std::size_t max_message() const noexcept = 0;
@@ -82,6 +86,7 @@ class transport {
   private:
     int _rank;
     int _size;
+    unsigned _spin = 256;
 };
 
 }  // namespace am::transport

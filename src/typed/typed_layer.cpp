@@ -3,6 +3,7 @@
 
 #include "../core/context_impl.hpp"
 #include "../models/model_set.hpp"
+#include "../util/maybe_lock.hpp"
 
 #include <algorithm>
 #include <cinttypes>
@@ -28,6 +29,21 @@ constexpr std::uint64_t make_tag(std::uint64_t epoch, unsigned level) noexcept {
 
 std::string where(const char* call, int rank) {
     return std::string(call) + ": rank " + std::to_string(rank) + ": ";
+}
+
+using counter = std::atomic<std::uint64_t>;
+
+// Counts updated only by the rank's thread (no progress thread, no thread_multiple) need no
+// locked instruction: a relaxed load and store, as the core's counters do.
+inline void add(counter& c, std::uint64_t n, bool shared,
+                std::memory_order order = std::memory_order_relaxed) noexcept {
+    if (shared) {
+        c.fetch_add(n, order);
+    } else {
+        c.store(c.load(std::memory_order_relaxed) + n, order == std::memory_order_relaxed
+                                                           ? std::memory_order_relaxed
+                                                           : std::memory_order_release);
+    }
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -95,7 +111,7 @@ void typed_layer::set_handler(std::uint32_t type, std::uint32_t handler) {
 }
 
 void typed_layer::attach(typed_member* m) {
-    std::lock_guard lock(_members_mutex);
+    util::maybe_lock lock(_members_mutex, _locking);
     _members.push_back(m);
     std::stable_sort(
         _members.begin(), _members.end(),
@@ -103,15 +119,19 @@ void typed_layer::attach(typed_member* m) {
 }
 
 void typed_layer::detach(typed_member* m) noexcept {
-    std::lock_guard lock(_members_mutex);
+    util::maybe_lock lock(_members_mutex, _locking);
     std::erase(_members, m);
 }
 
 // ---------------------------------------------------------------------------------- sending
 
 std::uint64_t typed_layer::send_tag(const char* call) {
-    const std::uint64_t tag =
-        t_batch.layer == this ? t_batch.tag : _open_tag.load(std::memory_order_acquire);
+    // Inside a handler the tag is the handled batch's, one level deeper; outside, the open
+    // epoch's. Without other threads `hot.tag` holds exactly that; with them, a thread-local.
+    std::uint64_t tag = hot.tag;
+    if (_locking) {
+        tag = t_batch.layer == this ? t_batch.tag : _open_tag.load(std::memory_order_acquire);
+    }
     check_tag(tag, call);
     return tag;
 }
@@ -152,7 +172,7 @@ void typed_layer::send(std::uint32_t type, int dest, std::uint64_t tag, const vo
     const unsigned slot = slot_of(tag), level = level_of(tag);
     // Counted before the message can arrive anywhere (the detectors rely on it); taken back
     // if the core refuses the send.
-    _slots[slot].sent[level].fetch_add(items, std::memory_order_relaxed);
+    add(_slots[slot].sent[level], items, _locking);
     try {
         const send_desc d{dest,
                           lane::request,
@@ -168,11 +188,11 @@ void typed_layer::send(std::uint32_t type, int dest, std::uint64_t tag, const vo
         _slots[slot].sent[level].fetch_sub(items, std::memory_order_relaxed);
         throw;
     }
-    _slots[slot].batches.fetch_add(1, std::memory_order_relaxed);
-    _slots[slot].bytes.fetch_add(bytes, std::memory_order_relaxed);
+    add(_slots[slot].batches, 1, _locking);
+    add(_slots[slot].bytes, bytes, _locking);
     peer_counts& p = *t.peers[slot];
-    p.sent[dest].fetch_add(items, std::memory_order_relaxed);
-    p.batches[dest].fetch_add(1, std::memory_order_relaxed);
+    add(p.sent[dest], items, _locking);
+    add(p.batches[dest], 1, _locking);
 }
 
 // -------------------------------------------------------------------------------- receiving
@@ -181,7 +201,7 @@ void typed_layer::deliver(std::uint32_t type, int source, std::span<const std::b
                           std::uint64_t tag) {
     const std::uint64_t epoch = tag >> 8;
     if (epoch > _begun.load(std::memory_order_acquire)) [[unlikely]] {
-        std::lock_guard lock(_deferred_mutex);
+        util::maybe_lock lock(_deferred_mutex, _locking);
         if (epoch > _begun.load(std::memory_order_relaxed)) {
             _deferred.push_back(deferred_batch{type, source, tag, {p.begin(), p.end()}});
             return;
@@ -235,7 +255,7 @@ void typed_layer::run_batch(std::uint32_t type, int source, std::span<const std:
 std::size_t typed_layer::run_deferred() {
     std::vector<deferred_batch> ready;
     {
-        std::lock_guard lock(_deferred_mutex);
+        util::maybe_lock lock(_deferred_mutex, _locking);
         const std::uint64_t begun = _begun.load(std::memory_order_relaxed);
         auto later = std::partition(_deferred.begin(), _deferred.end(),
                                     [&](const deferred_batch& b) { return (b.tag >> 8) <= begun; });
@@ -268,10 +288,10 @@ void typed_layer::batch_end(std::uint64_t saved, std::uint32_t type, int source,
     }
     const unsigned slot = slot_of(msg_tag);
     if (type < _ntypes.load(std::memory_order_acquire) && source >= 0 && source < _size) {
-        _types[type]->peers[slot]->handled[source].fetch_add(items, std::memory_order_relaxed);
+        add(_types[type]->peers[slot]->handled[source], items, _locking);
     }
     // Release: whoever reads this count also sees the sends the handler made.
-    _slots[slot].handled[level_of(msg_tag)].fetch_add(items, std::memory_order_release);
+    add(_slots[slot].handled[level_of(msg_tag)], items, _locking, std::memory_order_release);
 }
 
 // ----------------------------------------------------------------------------------- epochs
@@ -298,7 +318,7 @@ void typed_layer::begin(const epoch_options& opt) {
     _open_tag.store(tag, std::memory_order_release);
     bool kept;
     {
-        std::lock_guard lock(_deferred_mutex);
+        util::maybe_lock lock(_deferred_mutex, _locking);
         _begun.store(_epoch, std::memory_order_release);
         kept = !_deferred.empty();
     }
@@ -322,7 +342,7 @@ typed_layer::totals typed_layer::read_totals(unsigned slot) const noexcept {
     for (const counter& s : c.sent) t.sent += s.load(std::memory_order_relaxed);
     t.batches = c.batches.load(std::memory_order_relaxed);
     t.bytes = c.bytes.load(std::memory_order_relaxed);
-    std::lock_guard lock(_members_mutex);
+    util::maybe_lock lock(_members_mutex, _locking);
     for (const typed_member* m : _members) m->add_counts(t.dedup, t.combined);
     return t;
 }
@@ -331,13 +351,13 @@ std::size_t typed_layer::flush_members() {
     // A flush may poll and run handlers, which may create or destroy members: iterate over a
     // copy and skip members gone meanwhile.
     {
-        std::lock_guard lock(_members_mutex);
+        util::maybe_lock lock(_members_mutex, _locking);
         _scratch = _members;
     }
     std::size_t n = 0;
     for (typed_member* m : _scratch) {
         {
-            std::lock_guard lock(_members_mutex);
+            util::maybe_lock lock(_members_mutex, _locking);
             if (std::find(_members.begin(), _members.end(), m) == _members.end()) continue;
         }
         n += m->flush_held();
@@ -346,7 +366,7 @@ std::size_t typed_layer::flush_members() {
 }
 
 bool typed_layer::members_hold() const {
-    std::lock_guard lock(_members_mutex);
+    util::maybe_lock lock(_members_mutex, _locking);
     return std::any_of(_members.begin(), _members.end(),
                        [](const typed_member* m) { return m->holds(); });
 }
@@ -431,7 +451,7 @@ std::uint64_t typed_layer::end(std::uint64_t value, epoch_stats& out) {
     }
     const unsigned slot = slot_of(make_tag(_epoch, 0));
     _ending = true;
-    _end_began = std::chrono::steady_clock::now();
+    if (_timeout > 0) _end_began = std::chrono::steady_clock::now();
     wave_state w;
     std::uint64_t words[transport::transport::max_reduce_words];
     std::uint64_t sum[transport::transport::max_reduce_words];
@@ -599,6 +619,12 @@ void typed_detach(typed_layer* l, typed_member* m) noexcept {
 }
 void typed_fail(typed_layer* l, errc code, const char* call, const std::string& what) {
     l->fail(code, call, what);
+}
+std::uint64_t typed_new_serial() noexcept {
+    // The one process-wide object of the typed layer: a counter, shared by all ranks of a
+    // threads job on purpose (serials must differ across ranks and jobs of the process).
+    static std::atomic<std::uint64_t> serial{0};
+    return serial.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 int typed_rank(typed_layer* l) noexcept {
     return l->rank();

@@ -12,8 +12,10 @@ inline constexpr unsigned spin_rounds = 256;
 inline constexpr unsigned yield_rounds = 2048;
 
 /// One step of back-off; `state` counts idle rounds (reset it to 0 when work was found).
-inline void backoff(unsigned& state) noexcept {
-    if (state < spin_rounds) {
+/// `spin` is how many rounds spin before the first yield: 0 when the host's ranks outnumber
+/// its usable cores, where spinning only keeps the awaited rank from running.
+inline void backoff(unsigned& state, unsigned spin = spin_rounds) noexcept {
+    if (state < spin) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
@@ -26,6 +28,15 @@ inline void backoff(unsigned& state) noexcept {
         nanosleep(&ts, nullptr);
     }
     if (state != ~0u) ++state;
+}
+
+/// The spin rounds for `ranks` ranks sharing this host's usable cores (the affinity mask).
+inline unsigned spin_rounds_for(int ranks) noexcept {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int cores = 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+    return ranks <= cores ? spin_rounds : 0;
 }
 
 }  // namespace am::util

@@ -128,6 +128,7 @@ struct node {
     std::vector<int> local_of;   // global rank -> index in the node, or -1
     std::vector<int> global_of;  // index in the node -> global rank
     int me = 0;                  // this rank's index in the node
+    int host_size = 1;           // ranks of the communicator on this host
     std::unique_ptr<shm::shared_region> created;
     std::unique_ptr<shm::mapped_region> mapped;
     void* private_base = nullptr;  // a node of one: anonymous memory
@@ -150,6 +151,7 @@ void make_node(MPI_Comm comm, const config& cfg, int rank, int size, node& nd) {
           "MPI_Comm_split_type");
     int host_rank = 0;
     MPI_Comm_rank(host, &host_rank);
+    MPI_Comm_size(host, &nd.host_size);
     const int color = cfg.node_size > 0 ? host_rank / cfg.node_size : 0;
     check(MPI_Comm_split(host, color, host_rank, &group), "MPI_Comm_split");
     MPI_Comm_free(&host);
@@ -244,6 +246,8 @@ class mpi_transport final : public transport {
           _remote(nd.global_of.size() < static_cast<std::size_t>(size)),
           _mpi_every(nd.global_of.size() > 1 ? 4 : 1) {
         ring::region(nd.base).info(nd.me).pid.store(getpid());
+        set_spin_limit(util::spin_rounds_for(nd.host_size));
+        _ring.set_spin_limit(spin_limit());
         _slots.reserve(recv_slots);
         _rreq.assign(recv_slots, MPI_REQUEST_NULL);
         for (int i = 0; i < recv_slots; ++i) {
@@ -422,7 +426,7 @@ class mpi_transport final : public transport {
             }
             if (done) return;
             if (idle && idle() != 0) backoff = 0;
-            util::backoff(backoff);
+            util::backoff(backoff, spin_limit());
         }
     }
     [[noreturn]] void throw_failed() const {
@@ -650,7 +654,7 @@ void mpi_transport::finish() {
         bool all = true;
         for (std::size_t s = 0; s < expected.size(); ++s) all = all && _received[s] >= expected[s];
         if (all) break;
-        if (poll_mpi(nullptr) == 0) util::backoff(backoff);
+        if (poll_mpi(nullptr) == 0) util::backoff(backoff, spin_limit());
     }
     release();
 }

@@ -103,6 +103,7 @@ ring_transport::ring_transport(std::byte* base, int rank)
     }
     _region.info(rank).state.store(static_cast<std::uint32_t>(rank_state::attached),
                                    std::memory_order_release);
+    set_spin_limit(util::spin_rounds_for(n));
 }
 
 std::span<std::byte> ring_transport::segment(int rank) noexcept {
@@ -121,7 +122,7 @@ void ring_transport::barrier(const idle_fn& idle) {
     while (h.barrier_generation.load(std::memory_order_acquire) == gen) {
         if (_region.failed()) throw_failed();
         if (idle && idle() != 0) backoff = 0;
-        util::backoff(backoff);
+        util::backoff(backoff, spin_limit());
     }
 }
 
