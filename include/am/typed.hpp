@@ -570,8 +570,8 @@ inline std::uint64_t current_tag(typed_layer* l, const typed_hot* hot, const cha
     if (hot->tag == no_epoch_tag) typed_check_tag(l, hot->tag, call);
     return hot->tag;
 }
-/// Key and value of a `<key, value>` message: `std::pair` (first, second) or a struct with
-/// members `key` and `value`.
+/// Key and value of a `<key, value>` message: a struct with members `key` and `value`, or
+/// `first` and `second`.
 template <class T>
 auto& key_of(T& kv) {
     if constexpr (requires { kv.key; }) {
@@ -635,8 +635,15 @@ class dedup_layer final : public detail::typed_member {
             ++_hits;
             return;
         }
-        _next->send(value, dest);  // a refused send (it throws) is not remembered
-        remember(value, dest);
+        // Remembered before it is sent: the send makes progress, and a handler run meanwhile
+        // may send the same value through this layer. A refused send is forgotten again.
+        const slot before = remember(value, dest);
+        try {
+            _next->send(value, dest);
+        } catch (...) {
+            forget(value, dest, before);
+            throw;
+        }
     }
     /// Messages dropped so far.
     [[nodiscard]] std::uint64_t hits() const noexcept { return _hits; }
@@ -683,14 +690,26 @@ class dedup_layer final : public detail::typed_member {
             return _seen.count(key{v, dest}) != 0;
         }
     }
-    void remember(const value_type& v, int dest) {
+    // Returns what the direct-mapped slot held before (to put back if the send is refused).
+    slot remember(const value_type& v, int dest) {
         if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
             slot& s = _slots[slot_hash(v, dest) & _mask];
+            const slot before = s;
             s.value = v;
             s.dest = dest;
+            return before;
         } else {
             if (_seen.size() >= _max) _seen.clear();
             _seen.insert(key{v, dest});
+            return slot{};
+        }
+    }
+    void forget(const value_type& v, int dest, const slot& before) {
+        if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
+            slot& s = _slots[slot_hash(v, dest) & _mask];
+            if (s.dest == dest && detail::same_value(s.value, v)) s = before;
+        } else {
+            _seen.erase(key{v, dest});
         }
     }
 
@@ -705,10 +724,10 @@ class dedup_layer final : public detail::typed_member {
 
 /// Combines `<key, value>` messages with the same key and destination at the source with
 /// `op(held, new)` (AM++ §3.2.3, MapReduce's local combiner), so only one message per key
-/// leaves while the cache holds it. The message type is `std::pair<K, V>` or a struct with
-/// members `key` and `value`. Held messages are sent when evicted, on `flush()` and before
-/// the epoch ends; combining never crosses epochs or nesting levels. Not thread-safe (one
-/// per thread).
+/// leaves while the cache holds it. The message type is a struct with members `key` and
+/// `value`, or `first` and `second` (`std::pair` itself is not trivially copyable). Held messages
+/// are sent when evicted, on `flush()` and before the epoch ends; combining never crosses epochs or
+/// nesting levels. Not thread-safe (one per thread).
 template <class Sender, class Op, class Cache>
 class reducer final : public detail::typed_member {
   public:
@@ -762,12 +781,11 @@ class reducer final : public detail::typed_member {
                 ++_combined;
                 return;
             }
-            if (s.dest >= 0) {
-                const slot out = s;
-                s.dest = -1;
-                _next->send_tagged(out.kv, out.dest, out.tag);
-            }
+            // The new message takes the slot before the evicted one is sent: the send makes
+            // progress, and handlers run meanwhile may use the slot too.
+            const slot out = s;
             s = slot{kv, dest, tag};
+            if (out.dest >= 0) _next->send_tagged(out.kv, out.dest, out.tag);
         } else {
             auto [it, fresh] = _held.try_emplace(key{k, dest, tag}, kv);
             if (!fresh) {

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: MIT
+// Misuse of the typed layer: each throws am::error with the right code and a what() naming the
+// call and the rank; the throwing call sends nothing (later epochs count nothing extra) and the
+// layer stays usable. Sends outside an epoch, bad destinations through every sender, sends
+// deeper than an epoch's declared depth (caught in the handler, and uncaught: the job fails),
+// nested epochs, a second end(), depths out of range, coalescing buffers of bad sizes, spans
+// over the batch limit, and message types, epochs and end() in handlers.
+#include "typed/typed_support.hpp"
+
+#include <climits>
+
+namespace {
+
+using am_test::expect_error;
+using am_test::spmd_param;
+using am_test::spmd_test;
+
+class typed_errors : public spmd_test {};
+class typed_errors_job : public spmd_test {};
+
+struct item {
+    std::uint64_t value;
+    std::int32_t from;
+    std::uint32_t index;
+};
+struct kv {
+    std::uint64_t key;
+    std::uint64_t value;
+};
+const auto plus = [](std::uint64_t a, std::uint64_t b) { return a + b; };
+
+std::string rank_of(const am::context& ctx) {
+    return "rank " + std::to_string(ctx.rank()) + ":";
+}
+
+// Outside an epoch (before the first one and after one ended) every send is refused with
+// errc::bad_context and sends nothing: the next epoch handles nothing.
+TEST_P(typed_errors, send_outside_epoch) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int n = ctx.size(), me = ctx.rank();
+                  const int right = (me + 1) % n;
+                  std::uint64_t got = 0, sums = 0;
+                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  am::message_type<kv> kvs(ctx, [&](const kv&) { ++sums; });
+                  auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
+                  auto red = am::reduce_by_key(kvs, plus, am::hash_cache{});
+                  const item v{1, me, 0};
+                  const auto refused = [&](const char* when) {
+                      SCOPED_TRACE(when);
+                      const std::vector<std::string> parts = {"am::message_type::send",
+                                                              rank_of(ctx), "no epoch is open"};
+                      expect_error([&] { type.send(v, right); }, am::errc::bad_context, parts);
+                      expect_error([&] { type.send(std::span<const item>(&v, 1), right); },
+                                   am::errc::bad_context, parts);
+                      expect_error(
+                          [&] {
+                              red.send(kv{1, 1}, right);
+                          },
+                          am::errc::bad_context,
+                          {"am::reducer::send", rank_of(ctx), "no epoch is open"});
+                  };
+                  refused("before the first epoch");
+                  {
+                      am::epoch e(ctx);
+                      for (int i = 0; i < 3; ++i) buf.send(v, right);
+                      red.send(kv{1, 1}, right);
+                  }
+                  EXPECT_EQ(got, 3u);
+                  EXPECT_EQ(sums, 1u);
+                  refused("after an epoch");
+                  expect_error([&] { buf.send(v, right); }, am::errc::bad_context,
+                               {"am::coalesced::send", rank_of(ctx), "no epoch is open"});
+                  am::epoch e(ctx);
+                  const std::uint64_t all = e.end(got + sums);
+                  EXPECT_EQ(e.stats().messages_sent, 0u);
+                  EXPECT_EQ(e.stats().messages_handled, 0u);
+                  EXPECT_EQ(all, 4u * static_cast<std::uint64_t>(n));
+              }),
+              0);
+}
+
+// A coalescing layer that has never sent anything refuses a send outside an epoch too
+// (errc::bad_context), and nothing reaches the next epoch. The epoch timeout turns a hang of
+// the next epoch (a buffered message of no epoch) into a failure.
+TEST_P(typed_errors, fresh_coalescer_outside_epoch) {
+    ASSERT_EQ(run(
+                  [](am::context& ctx) {
+                      const int me = ctx.rank(), right = (me + 1) % ctx.size();
+                      std::uint64_t got = 0;
+                      am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                      auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
+                      expect_error(
+                          [&] {
+                              buf.send(item{1, me, 0}, right);
+                          },
+                          am::errc::bad_context,
+                          {"am::coalesced::send", rank_of(ctx), "no epoch is open"});
+                      am::epoch e(ctx);
+                      e.end();
+                      EXPECT_EQ(e.stats().messages_sent, 0u);
+                      EXPECT_EQ(got, 0u);
+                  },
+                  [](am::config& cfg) { cfg.epoch_timeout = 2; }),
+              0);
+}
+
+// A bad destination is refused with errc::bad_rank by every sender, naming the rank and the
+// range; nothing is sent, and messages sent before and after all arrive.
+TEST_P(typed_errors, bad_rank_every_sender) {
+    ASSERT_EQ(
+        run([](am::context& ctx) {
+            const int n = ctx.size(), me = ctx.rank();
+            const int right = (me + 1) % n;
+            std::uint64_t got = 0, sums = 0;
+            am::message_type<item> type(ctx, [&](const item&) { ++got; });
+            am::message_type<kv> kvs(ctx, [&](const kv&) { ++sums; });
+            auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
+            auto kv_buf = am::coalesce(kvs, {.bytes = 4 * sizeof(kv)});
+            auto once_hash = am::dedup(type, am::hash_cache{});
+            auto once_mapped = am::dedup(buf, am::direct_mapped_cache{});
+            auto red_hash = am::reduce_by_key(kvs, plus, am::hash_cache{});
+            auto red_mapped = am::reduce_by_key(kv_buf, plus, am::direct_mapped_cache{});
+            const std::string range = "[0, " + std::to_string(n) + ")";
+            am::epoch e(ctx);
+            type.send(item{0, me, 0}, right);
+            std::uint64_t value = 1;
+            for (int bad : {-1, n, n + 1, INT_MIN, INT_MAX}) {
+                SCOPED_TRACE("destination " + std::to_string(bad));
+                const std::string dest = "destination " + std::to_string(bad);
+                const std::vector<std::string> direct = {"am::message_type::send", rank_of(ctx),
+                                                         dest, range};
+                const std::vector<std::string> coalesced = {"am::coalesced::send", rank_of(ctx),
+                                                            dest, range};
+                ++value;
+                const item v{value, me, 0};
+                expect_error([&] { type.send(v, bad); }, am::errc::bad_rank, direct);
+                expect_error([&] { type.send(std::span<const item>(&v, 1), bad); },
+                             am::errc::bad_rank, direct);
+                expect_error([&] { buf.send(v, bad); }, am::errc::bad_rank, coalesced);
+                // Layers over a sender report through it (its call is named).
+                expect_error([&] { once_hash.send(v, bad); }, am::errc::bad_rank, direct);
+                expect_error([&] { once_mapped.send(v, bad); }, am::errc::bad_rank, coalesced);
+                expect_error([&] { red_hash.send(kv{value, 1}, bad); }, am::errc::bad_rank, direct);
+                expect_error(
+                    [&] {
+                        red_mapped.send(kv{value, 1}, bad);
+                    },
+                    am::errc::bad_rank, coalesced);
+            }
+            buf.send(item{1, me, 1}, right);
+            once_hash.send(item{2, me, 2}, right);
+            once_mapped.send(item{3, me, 3}, right);
+            red_hash.send(kv{1, 1}, right);
+            red_mapped.send(kv{2, 1}, right);
+            e.end();
+            EXPECT_EQ(got, 4u);
+            EXPECT_EQ(sums, 2u);
+            EXPECT_EQ(e.stats().messages_sent, 6u);
+            EXPECT_EQ(e.stats().dedup_hits, 0u);
+            EXPECT_EQ(e.stats().combined, 0u);
+        }),
+        0);
+}
+
+// A dedup layer must not remember a value whose send was refused: it was never sent. A second
+// send to the same bad rank is refused again (errc::bad_rank, not a silent "duplicate"), and a
+// value refused outside an epoch is delivered when sent inside one.
+TEST_P(typed_errors, dedup_forgets_refused_sends) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int n = ctx.size(), me = ctx.rank(), right = (me + 1) % n;
+                  std::uint64_t got = 0;
+                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  auto hashed = am::dedup(type, am::hash_cache{});
+                  auto mapped = am::dedup(type, am::direct_mapped_cache{});
+                  const item v{42, me, 0}, w{43, me, 0};
+                  expect_error([&] { hashed.send(v, right); }, am::errc::bad_context,
+                               {"am::message_type::send", rank_of(ctx), "no epoch is open"});
+                  expect_error([&] { mapped.send(w, right); }, am::errc::bad_context,
+                               {"am::message_type::send", rank_of(ctx), "no epoch is open"});
+                  am::epoch e(ctx);
+                  for (int attempt = 0; attempt < 2; ++attempt) {
+                      SCOPED_TRACE("attempt " + std::to_string(attempt));
+                      expect_error([&] { hashed.send(v, n); }, am::errc::bad_rank,
+                                   {"am::message_type::send", rank_of(ctx)});
+                      expect_error([&] { mapped.send(w, n); }, am::errc::bad_rank,
+                                   {"am::message_type::send", rank_of(ctx)});
+                  }
+                  hashed.send(v, right);  // refused before: this is its first send
+                  mapped.send(w, right);
+                  e.end();
+                  EXPECT_EQ(got, 2u);
+                  EXPECT_EQ(hashed.hits(), 0u);
+                  EXPECT_EQ(mapped.hits(), 0u);
+                  EXPECT_EQ(e.stats().dedup_hits, 0u);
+              }),
+              0);
+}
+
+// A handler sending deeper than the epoch's declared depth gets errc::bad_context naming the
+// call, the rank and the depths (caught in the handler here); the refused call sends nothing.
+// Depth 0: handlers send nothing; depth 1: handlers of handlers send nothing. Copies a faulty
+// layer lets through are marked (index >= 100), counted and not forwarded.
+void depth_exceeded(am::context& ctx, bool coalesced) {
+    const int n = ctx.size(), me = ctx.rank(), right = (me + 1) % n;
+    const char* call = coalesced ? "am::coalesced::send" : "am::message_type::send";
+    std::uint64_t got_a = 0, got_b = 0, refusals = 0, leaked = 0;
+    int depth = 0;
+    const auto refused = [&](auto&& send, unsigned level) {
+        try {
+            send();
+            ADD_FAILURE() << call << " at level " << level << " in an epoch of depth " << depth
+                          << " was accepted";
+        } catch (const am::error& e) {
+            ++refusals;
+            const std::string what = e.what();
+            EXPECT_EQ(e.code(), am::errc::bad_context) << what;
+            for (const std::string& part :
+                 {std::string(call), rank_of(ctx), "nested " + std::to_string(level) + " deep",
+                  "exceeds the depth " + std::to_string(depth)}) {
+                EXPECT_TRUE(am_test::contains(what, part)) << "\"" << part << "\" not in: " << what;
+            }
+        }
+    };
+    struct senders {
+        am::message_type<item>* type = nullptr;
+        am::coalesced<item>* buf = nullptr;
+    } to_a, to_b;
+    const auto send = [&](const senders& s, const item& v) {
+        if (coalesced) {
+            s.buf->send(v, right);
+        } else {
+            s.type->send(v, right);
+        }
+    };
+    const auto copy = [](item v) {
+        v.index += 100;
+        return v;
+    };
+    am::message_type<item> a(ctx, [&](const item& v) {
+        if (v.index >= 100) {
+            ++leaked;
+            return;
+        }
+        ++got_a;
+        if (depth == 0) {
+            refused([&] { send(to_a, copy(v)); }, 1);
+        } else {
+            send(to_b, v);  // level 1: allowed
+        }
+    });
+    am::message_type<item> b(ctx, [&](const item& v) {
+        if (v.index >= 100) {
+            ++leaked;
+            return;
+        }
+        ++got_b;
+        refused([&] { send(to_a, copy(v)); }, 2);
+    });
+    auto a_buf = am::coalesce(a, {.bytes = 4 * sizeof(item)});
+    auto b_buf = am::coalesce(b, {.bytes = 4 * sizeof(item)});
+    to_a = {&a, &a_buf}, to_b = {&b, &b_buf};
+    for (int d : {0, 1}) {
+        depth = d;
+        got_a = got_b = refusals = leaked = 0;
+        am::epoch e(ctx, {.depth = d});
+        for (std::uint32_t i = 0; i < 3; ++i) a.send(item{i, me, i}, right);
+        e.end();
+        EXPECT_EQ(got_a, 3u) << "depth " << d;
+        EXPECT_EQ(got_b, d == 0 ? 0u : 3u) << "depth " << d;
+        EXPECT_EQ(refusals, 3u) << "depth " << d;
+        EXPECT_EQ(leaked, 0u) << "depth " << d;
+        EXPECT_EQ(e.stats().messages_sent, d == 0 ? 3u : 6u) << "depth " << d;
+    }
+}
+
+TEST_P(typed_errors, depth_exceeded_coalesced) {
+    ASSERT_EQ(run([](am::context& ctx) { depth_exceeded(ctx, true); }), 0);
+}
+TEST_P(typed_errors, depth_exceeded_message_type) {
+    ASSERT_EQ(run([](am::context& ctx) { depth_exceeded(ctx, false); }), 0);
+}
+
+// A combiner fed by a handler deeper than the declared depth refuses the send there (like
+// every other sender), rather than failing the rank's end() when it flushes.
+TEST_P(typed_errors, depth_exceeded_into_reducer) {
+    ASSERT_EQ(run(
+                  [](am::context& ctx) {
+                      const int n = ctx.size(), me = ctx.rank(), right = (me + 1) % n;
+                      std::uint64_t got = 0, refusals = 0, sums = 0;
+                      am::message_type<kv> kvs(ctx, [&](const kv&) { ++sums; });
+                      auto red = am::reduce_by_key(kvs, plus, am::hash_cache{});
+                      am::message_type<item> type(ctx, [&](const item& v) {
+                          ++got;
+                          try {
+                              red.send(kv{v.value, 1}, right);
+                          } catch (const am::error& e) {
+                              ++refusals;
+                              EXPECT_EQ(e.code(), am::errc::bad_context) << e.what();
+                              EXPECT_TRUE(am_test::contains(e.what(), "depth")) << e.what();
+                          }
+                      });
+                      am::epoch e(ctx, {.depth = 0});
+                      type.send(item{1, me, 0}, right);
+                      ctx.wait([&] { return got == 1; });  // the handler ran before end()
+                      try {
+                          e.end();
+                      } catch (const am::error& err) {
+                          ADD_FAILURE() << "end() threw: " << err.what();
+                      }
+                      EXPECT_EQ(refusals, 1u);
+                      EXPECT_EQ(sums, 0u);
+                  },
+                  [](am::config& cfg) { cfg.epoch_timeout = 10; }),
+              0);
+}
+
+// Epochs do not nest; a second end() is refused; depths outside [-1, 6] are refused. After each
+// refusal the layer works on (the refused epoch does not count).
+TEST_P(typed_errors, epoch_misuse) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const std::uint64_t n = static_cast<std::uint64_t>(ctx.size());
+                  for (int bad : {-2, 7, 100, INT_MIN, INT_MAX}) {
+                      expect_error(
+                          [&] { am::epoch e(ctx, {.depth = bad}); }, am::errc::invalid_argument,
+                          {"am::epoch", rank_of(ctx), "depth " + std::to_string(bad), "[-1, 6]"});
+                  }
+                  {
+                      am::epoch e(ctx, {.depth = 6});
+                      expect_error(
+                          [&] { am::epoch inner(ctx); }, am::errc::bad_context,
+                          {"am::epoch", rank_of(ctx), "epoch 1 is still open", "do not nest"});
+                      EXPECT_EQ(e.end(1), n);
+                      EXPECT_EQ(e.stats().epoch, 1u);
+                      expect_error([&] { (void)e.end(1); }, am::errc::bad_context,
+                                   {"am::epoch::end", rank_of(ctx), "already ended"});
+                  }
+                  am::epoch e(ctx);
+                  EXPECT_EQ(e.end(2), 2 * n);
+                  EXPECT_EQ(e.stats().epoch, 2u);
+              }),
+              0);
+}
+
+// Coalescing buffers must hold one message and at most max_medium() bytes (errc::too_large;
+// 0 asks for the default);
+// a span over max_batch() is refused (errc::too_large) and sends nothing.
+TEST_P(typed_errors, sizes) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int me = ctx.rank();
+                  std::uint64_t got = 0;
+                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  const std::size_t max = ctx.max_medium();
+                  const std::string limit = "max_medium() = " + std::to_string(max);
+                  for (std::size_t bytes :
+                       {std::size_t{1}, sizeof(item) - 1, max + 1, std::size_t{SIZE_MAX}}) {
+                      SCOPED_TRACE("bytes " + std::to_string(bytes));
+                      expect_error([&] { (void)am::coalesce(type, {.bytes = bytes}); },
+                                   am::errc::too_large,
+                                   {"am::coalesce", rank_of(ctx), std::to_string(bytes), limit});
+                  }
+                  EXPECT_EQ(am::coalesce(type, {.bytes = sizeof(item)}).capacity(), 1u);
+                  // 0, the default: 16 KiB, or max_medium() when that is smaller.
+                  EXPECT_EQ(am::coalesce(type).capacity(),
+                            std::min(std::size_t{16} << 10, max) / sizeof(item));
+                  EXPECT_EQ(am::coalesce(type, {.bytes = 0}).capacity(),
+                            std::min(std::size_t{16} << 10, max) / sizeof(item));
+                  EXPECT_EQ(am::coalesce(type, {.bytes = max}).capacity(), max / sizeof(item));
+                  std::vector<item> v(type.max_batch() + 1, item{1, me, 0});
+                  am::epoch e(ctx);
+                  expect_error([&] { type.send(std::span<const item>(v), me); },
+                               am::errc::too_large,
+                               {"am::message_type::send", rank_of(ctx),
+                                std::to_string(v.size()) + " messages", limit});
+                  e.end();
+                  EXPECT_EQ(e.stats().messages_sent, 0u);
+                  EXPECT_EQ(got, 0u);
+              }),
+              0);
+}
+
+// A handler may not open an epoch (errc::bad_context); the job goes on.
+TEST_P(typed_errors, epoch_in_handler) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int me = ctx.rank(), right = (me + 1) % ctx.size();
+                  std::uint64_t got = 0;
+                  am::message_type<item> type(ctx, [&](const item&) {
+                      ++got;
+                      expect_error([&] { am::epoch inner(ctx); }, am::errc::bad_context,
+                                   {"am::epoch", rank_of(ctx), "opened in a handler"});
+                  });
+                  for (int round = 1; round <= 2; ++round) {
+                      got = 0;
+                      am::epoch e(ctx);
+                      type.send(item{1, me, 0}, right);
+                      e.end();
+                      EXPECT_EQ(got, 1u);
+                      EXPECT_EQ(e.stats().epoch, static_cast<std::uint64_t>(round));
+                  }
+              }),
+              0);
+}
+
+// A handler may not create a message type (errc::bad_context); the refused type leaves nothing
+// behind and the rank then creates and uses types.
+TEST_P(typed_errors, message_type_in_handler) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int me = ctx.rank(), right = (me + 1) % ctx.size();
+                  std::uint64_t got = 0;
+                  am::message_type<item> type(ctx, [&](const item&) {
+                      ++got;
+                      expect_error([&] { am::message_type<kv> inner(ctx, [](const kv&) {}); },
+                                   am::errc::bad_context,
+                                   {"am::message_type", rank_of(ctx), "created in a handler"});
+                  });
+                  am::epoch e(ctx);
+                  type.send(item{1, me, 0}, right);
+                  e.end();
+                  EXPECT_EQ(got, 1u);
+                  std::uint64_t got2 = 0;
+                  am::message_type<kv> later(ctx, [&](const kv&) { ++got2; });
+                  am::epoch e2(ctx);
+                  later.send(kv{1, 1}, right);
+                  e2.end();
+                  EXPECT_EQ(got2, 1u);
+              }),
+              0);
+}
+
+// end() from a handler is refused (errc::bad_context) and leaves the epoch open: the rank's
+// own end() then ends it normally, and later epochs work.
+TEST_P(typed_errors, end_in_handler_leaves_epoch_open) {
+    ASSERT_EQ(run(
+                  [](am::context& ctx) {
+                      const int me = ctx.rank(), right = (me + 1) % ctx.size();
+                      const std::uint64_t n = static_cast<std::uint64_t>(ctx.size());
+                      std::uint64_t got = 0;
+                      am::epoch* open = nullptr;
+                      am::message_type<item> type(ctx, [&](const item&) {
+                          ++got;
+                          expect_error([&] { (void)open->end(); }, am::errc::bad_context,
+                                       {"am::epoch::end", rank_of(ctx), "from a handler"});
+                      });
+                      {
+                          am::epoch e(ctx);
+                          open = &e;
+                          type.send(item{1, me, 0}, right);
+                          ctx.wait([&] { return got == 1; });
+                          try {
+                              EXPECT_EQ(e.end(1), n);
+                          } catch (const am::error& err) {
+                              ADD_FAILURE() << "the rank's end() threw: " << err.what();
+                          }
+                      }
+                      try {
+                          am::epoch e(ctx);
+                          EXPECT_EQ(e.end(2), 2 * n);
+                      } catch (const am::error& err) {
+                          ADD_FAILURE() << "the next epoch threw: " << err.what();
+                      }
+                  },
+                  [](am::config& cfg) { cfg.epoch_timeout = 10; }),
+              0);
+}
+
+// Uncaught, a depth violation in a handler fails the job: am::run returns non-zero and the
+// error, naming the call, the rank and the depth, is printed.
+TEST_P(typed_errors_job, depth_exceeded_fails_job) {
+    int rc = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string out = typed_test::capture_stderr([&] {
+        rc = run([](am::context& ctx) {
+            const int me = ctx.rank(), right = (me + 1) % ctx.size();
+            am::coalesced<item>* forward = nullptr;
+            am::message_type<item> type(ctx, [&](const item& v) {
+                if (v.value == 1) forward->send(item{2, me, 0}, right);  // once, at level 1
+            });
+            auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
+            forward = &buf;
+            am::epoch e(ctx, {.depth = 0});
+            type.send(item{1, me, 0}, right);
+            e.end();
+            ADD_FAILURE() << "rank " << me << ": the epoch ended";
+        });
+    });
+    EXPECT_NE(rc, 0) << out;
+    EXPECT_LT(typed_test::seconds_since(t0), 30.0) << "hang guard";
+    EXPECT_TRUE(am_test::contains(out, "am::coalesced::send: rank ")) << out;
+    EXPECT_TRUE(am_test::contains(out,
+                                  "a message nested 1 deep exceeds the depth 0 declared "
+                                  "for epoch 1 (epoch_options::depth)"))
+        << out;
+}
+
+AM_INSTANTIATE(typed_errors, typed_test::light_params());
+// Jobs whose stderr the test reads: every rank in this process (not mpi).
+AM_INSTANTIATE(typed_errors_job, (std::vector<spmd_param>{{am::transport_kind::threads, 2},
+                                                          {am::transport_kind::threads, 4},
+                                                          {am::transport_kind::shm, 2}}));
+
+}  // namespace
