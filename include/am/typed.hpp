@@ -158,6 +158,17 @@ void flush_on_destruction(M& m, typed_layer* l, const char* what) noexcept {
     }
 }
 
+/// The slots of a direct-mapped cache: `entries` rounded up to a power of two (≤ 2^32).
+inline std::size_t cache_slots(typed_layer* l, std::size_t entries) {
+    if (entries > (std::size_t{1} << 32)) {
+        typed_fail(l, errc::too_large, "am::direct_mapped_cache",
+                   std::to_string(entries) + " entries exceed the limit of 2^32");
+    }
+    std::size_t n = 1;
+    while (n < entries) n <<= 1;
+    return n;
+}
+
 /// Calls the user's handler on a batch: once with the span, or once per message.
 template <class T, class F>
 void run_batch(F& f, int source, std::span<const T> batch) {
@@ -213,7 +224,8 @@ inline constexpr bool cacheable_v = (std::equality_comparable<T> &&
 /// `void(const T&)`; the per-message forms are called in a loop the compiler can inline.
 /// Handlers may send any typed message (nested sends); they run on the thread that polls.
 /// Sends must happen inside an `am::epoch` (or from a handler). Lives until the job ends on
-/// the library side; the object itself may be destroyed earlier.
+/// the library side; the object must outlive the layers (coalescing, dedup, combining) built
+/// on it.
 template <class T>
 class message_type {
     static_assert(std::is_trivially_copyable_v<T>,
@@ -308,10 +320,12 @@ struct coalesce_options {
 /// Per-destination coalescing over a message type (AM++ §3.2.1). `send` appends to the
 /// destination's buffer — a handful of instructions, no lock, no atomic — and a full buffer
 /// goes out as one core message. The epoch's end flushes every buffer, also the ones its
-/// handlers fill while the epoch ends. Thread-safety: with `thread_multiple` every sending
-/// thread gets its own buffers (no lock per message); all threads' sends must happen before
-/// the rank's thread ends the epoch. Not copyable or movable (the epoch knows its address);
-/// create it with `am::coalesce` or directly.
+/// handlers fill while the epoch ends. Thread-safety: with `thread_multiple` or a progress
+/// thread every sending thread gets its own buffers, taken with an uncontended lock per
+/// message (no lock is shared between threads on the common path); all threads' sends must
+/// happen before the rank's thread ends the epoch. `T` must be default-constructible. Not
+/// copyable or movable (the epoch knows its address); create it with `am::coalesce` or
+/// directly.
 template <class T>
 class coalesced final : public detail::typed_member {
   public:
@@ -616,8 +630,7 @@ class dedup_layer final : public detail::typed_member {
 
     dedup_layer(Sender& next, Cache cache) : _next(&next), _layer(detail::layer_of(next)) {
         if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
-            std::size_t n = 1;
-            while (n < cache.entries) n <<= 1;
+            const std::size_t n = detail::cache_slots(_layer, cache.entries);
             _slots.assign(n, slot{});
             _mask = n - 1;
         } else {
@@ -743,8 +756,7 @@ class reducer final : public detail::typed_member {
           _hot(detail::typed_hot_of(_layer)),
           _op(std::move(op)) {
         if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
-            std::size_t n = 1;
-            while (n < cache.entries) n <<= 1;
+            const std::size_t n = detail::cache_slots(_layer, cache.entries);
             _slots.assign(n, slot{});
             _mask = n - 1;
         } else {
@@ -764,70 +776,66 @@ class reducer final : public detail::typed_member {
     /// Folds `kv` into the held message with the same key for `dest`, or holds it.
     void send(const value_type& kv, int dest) {
         const std::uint64_t tag = detail::current_tag(_layer, _hot, "am::reducer::send");
-        if (tag != _checked) [[unlikely]] {  // the epoch and depth rules, once per tag
-            detail::typed_check_tag(_layer, tag, "am::reducer::send");
-            _checked = tag;
-        }
         if (static_cast<unsigned>(dest) >= static_cast<unsigned>(detail::typed_size(_layer)))
             [[unlikely]] {
             _next->send(kv, dest);  // reports the bad rank
             return;
         }
-        const key_type& k = detail::key_of(kv);
-        if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
-            slot& s = _slots[hash(k, dest) & _mask];
-            if (s.dest == dest && s.tag == tag && detail::same_value(detail::key_of(s.kv), k)) {
-                detail::value_of(s.kv) = _op(detail::value_of(s.kv), detail::value_of(kv));
-                ++_combined;
-                return;
+        std::vector<slot> out;  // what leaves: sent after the lock is released
+        {
+            const guard g(*this);
+            if (tag != _checked) [[unlikely]] {  // the epoch and depth rules, once per tag
+                detail::typed_check_tag(_layer, tag, "am::reducer::send");
+                _checked = tag;
             }
-            // The new message takes the slot before the evicted one is sent: the send makes
-            // progress, and handlers run meanwhile may use the slot too.
-            const slot out = s;
-            s = slot{kv, dest, tag};
-            if (out.dest >= 0) _next->send_tagged(out.kv, out.dest, out.tag);
-        } else {
-            auto [it, fresh] = _held.try_emplace(key{k, dest, tag}, kv);
-            if (!fresh) {
-                detail::value_of(it->second) =
-                    _op(detail::value_of(it->second), detail::value_of(kv));
-                ++_combined;
-            } else if (_held.size() >= _max) {
-                (void)flush_held();
+            const key_type& k = detail::key_of(kv);
+            if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
+                slot& s = _slots[hash(k, dest) & _mask];
+                if (s.dest == dest && s.tag == tag && detail::same_value(detail::key_of(s.kv), k)) {
+                    detail::value_of(s.kv) = _op(detail::value_of(s.kv), detail::value_of(kv));
+                    ++_combined;
+                    return;
+                }
+                // The new message takes the slot before the evicted one is sent: the send
+                // makes progress, and handlers run meanwhile may use the slot too.
+                if (s.dest >= 0) out.push_back(s);
+                s = slot{kv, dest, tag};
+            } else {
+                auto [it, fresh] = _held.try_emplace(key{k, dest, tag}, kv);
+                if (!fresh) {
+                    detail::value_of(it->second) =
+                        _op(detail::value_of(it->second), detail::value_of(kv));
+                    ++_combined;
+                    return;
+                }
+                if (_held.size() >= _max) take_all(out);
             }
         }
+        for (const slot& o : out) _next->send_tagged(o.kv, o.dest, o.tag);
     }
     /// Sends every held message.
     void flush() { (void)flush_held(); }
     /// Messages folded into another so far.
-    [[nodiscard]] std::uint64_t combined() const noexcept { return _combined; }
+    [[nodiscard]] std::uint64_t combined() const noexcept {
+        const guard g(*this);
+        return _combined;
+    }
 
     std::size_t flush_held() override {
-        std::size_t n = 0;
-        if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
-            for (slot& s : _slots) {
-                if (s.dest < 0) continue;
-                const slot out = s;
-                s.dest = -1;
-                _next->send_tagged(out.kv, out.dest, out.tag);
-                ++n;
-            }
-        } else {
-            while (!_held.empty()) {  // a send may poll and run handlers that add entries
-                auto it = _held.begin();
-                const key k = it->first;
-                const value_type kv = it->second;
-                _held.erase(it);
-                _next->send_tagged(kv, k.dest, k.tag);
-                ++n;
-            }
+        std::vector<slot> out;
+        {
+            const guard g(*this);
+            take_all(out);
         }
-        return n;
+        for (const slot& o : out) _next->send_tagged(o.kv, o.dest, o.tag);
+        return out.size();
     }
     void add_counts(std::uint64_t&, std::uint64_t& combined) const override {
+        const guard g(*this);
         combined += _combined;
     }
     [[nodiscard]] bool holds() const override {
+        const guard g(*this);
         if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
             return std::any_of(_slots.begin(), _slots.end(),
                                [](const slot& s) { return s.dest >= 0; });
@@ -853,6 +861,31 @@ class reducer final : public detail::typed_member {
     static std::uint64_t hash(const key_type& k, int dest) noexcept {
         return detail::hash_value(k) ^ static_cast<std::uint64_t>(dest) * 0x9e3779b97f4a7c15ull;
     }
+    // With a progress thread or thread_multiple, handlers on another thread may use this layer
+    // while the epoch's end flushes it: its state is then locked, never across a send.
+    struct guard {
+        explicit guard(const reducer& r) : _m(r._threaded ? &r._mutex : nullptr) {
+            if (_m != nullptr) _m->lock();
+        }
+        ~guard() {
+            if (_m != nullptr) _m->unlock();
+        }
+        guard(const guard&) = delete;
+        guard& operator=(const guard&) = delete;
+        std::mutex* _m;
+    };
+    void take_all(std::vector<slot>& out) {
+        if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
+            for (slot& s : _slots) {
+                if (s.dest < 0) continue;
+                out.push_back(s);
+                s.dest = -1;
+            }
+        } else {
+            for (const auto& [k, kv] : _held) out.push_back(slot{kv, k.dest, k.tag});
+            _held.clear();
+        }
+    }
     struct key_hash {
         std::size_t operator()(const key& k) const noexcept {
             return static_cast<std::size_t>(hash(k.k, k.dest) ^ k.tag);
@@ -869,6 +902,8 @@ class reducer final : public detail::typed_member {
     std::unordered_map<key, value_type, key_hash> _held;
     std::uint64_t _combined = 0;
     std::uint64_t _checked = detail::unset_tag;  // the last tag that passed typed_check_tag
+    bool _threaded = _hot->threaded;
+    mutable std::mutex _mutex;
 };
 
 /// Duplicate elimination over `sender` with `cache` (`direct_mapped_cache` or `hash_cache`).

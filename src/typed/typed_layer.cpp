@@ -120,6 +120,8 @@ void typed_layer::attach(typed_member* m) {
 
 void typed_layer::detach(typed_member* m) noexcept {
     util::maybe_lock lock(_members_mutex, _locking);
+    // Its counts stay in the statistics (they are cumulative, and epochs subtract).
+    m->add_counts(_departed_dedup, _departed_combined);
     std::erase(_members, m);
 }
 
@@ -343,6 +345,7 @@ typed_layer::totals typed_layer::read_totals(unsigned slot) const noexcept {
     t.batches = c.batches.load(std::memory_order_relaxed);
     t.bytes = c.bytes.load(std::memory_order_relaxed);
     util::maybe_lock lock(_members_mutex, _locking);
+    t.dedup = _departed_dedup, t.combined = _departed_combined;
     for (const typed_member* m : _members) m->add_counts(t.dedup, t.combined);
     return t;
 }
@@ -382,14 +385,20 @@ std::size_t typed_layer::progress() {
 // depth-limited detector, [value, sent, handled] for the general one. Everything held is
 // flushed first; the counts are read when nothing is held (and, when other threads run
 // handlers, while none runs), so every message a handled one caused is counted as sent.
-std::size_t typed_layer::contribution(unsigned slot, std::uint64_t value, std::uint64_t* words) {
+// This rank's words for one reduction round: [value, depth + 2, then per level sent and
+// handled] for the depth-limited detector, [value, 1, sent, handled] for the general one (the
+// second word lets every rank check that all chose the same detector). Everything held is
+// flushed first; the counts are read when nothing is held (and, when other threads run
+// handlers, while none runs), so every message a handled one caused is counted as sent.
+std::size_t typed_layer::contribution(unsigned slot, std::uint64_t value, std::uint64_t* words,
+                                      const wave_state& w) {
     for (;;) {
-        while (progress() != 0) {
-        }
+        while (progress() != 0) check_timeout(w);
         const auto read = [&] {
             if (members_hold()) return false;
             const slot_counts& c = _slots[slot];
             words[0] = value;
+            words[1] = static_cast<std::uint64_t>(_depth + 2);
             std::uint64_t handled[max_levels], sent[max_levels];
             for (unsigned i = 0; i < max_levels; ++i) {
                 handled[i] = c.handled[i].load(std::memory_order_acquire);
@@ -399,37 +408,45 @@ std::size_t typed_layer::contribution(unsigned slot, std::uint64_t value, std::u
             }
             if (_depth >= 0) {
                 for (int i = 0; i <= _depth; ++i) {
-                    words[1 + 2 * i] = sent[i];
-                    words[2 + 2 * i] = handled[i];
+                    words[2 + 2 * i] = sent[i];
+                    words[3 + 2 * i] = handled[i];
                 }
             } else {
-                words[1] = words[2] = 0;
-                for (unsigned i = 0; i < max_levels; ++i)
-                    words[1] += sent[i], words[2] += handled[i];
+                words[2] = words[3] = 0;
+                for (unsigned i = 0; i < max_levels; ++i) {
+                    words[2] += sent[i], words[3] += handled[i];
+                }
             }
             return true;
         };
         if (_core->exclusive(read)) break;
+        check_timeout(w);
     }
-    return _depth >= 0 ? 1 + 2 * static_cast<std::size_t>(_depth + 1) : 3;
+    return _depth >= 0 ? 2 + 2 * static_cast<std::size_t>(_depth + 1) : 4;
 }
 
-bool typed_layer::detect(unsigned, const std::uint64_t* sum, std::size_t n, wave_state& w) const {
+bool typed_layer::detect(const std::uint64_t* sum, std::size_t n, wave_state& w) const {
+    if (sum[1] != static_cast<std::uint64_t>(_size) * static_cast<std::uint64_t>(_depth + 2)) {
+        fail(errc::invalid_argument, "am::epoch::end",
+             "the ranks ended epoch " + std::to_string(_epoch) +
+                 " with different epoch_options::depth (this rank: " + std::to_string(_depth) +
+                 ")");
+    }
     if (_depth >= 0) {
         // Depth-limited: level 0 is final at the contribution (the ranks' code sends nothing
         // while it ends the epoch), and level i is final once level i - 1 is all handled.
         w.sum_sent = w.sum_handled = 0;
         bool done = true;
-        for (std::size_t i = 1; i + 1 < n; i += 2) {
+        for (std::size_t i = 2; i + 1 < n; i += 2) {
             done = done && sum[i] == sum[i + 1];
             w.sum_sent += sum[i], w.sum_handled += sum[i + 1];
         }
         return done;
     }
     // Four counters (Mattern): two consecutive rounds with the same sums, sent == handled.
-    w.sum_sent = sum[1], w.sum_handled = sum[2];
-    const bool done = sum[1] == sum[2] && sum[1] == w.last_sent && sum[2] == w.last_handled;
-    w.last_sent = sum[1], w.last_handled = sum[2];
+    w.sum_sent = sum[2], w.sum_handled = sum[3];
+    const bool done = sum[2] == sum[3] && sum[2] == w.last_sent && sum[3] == w.last_handled;
+    w.last_sent = sum[2], w.last_handled = sum[3];
     return done;
 }
 
@@ -461,10 +478,10 @@ std::uint64_t typed_layer::end(std::uint64_t value, epoch_stats& out) {
     };
     try {
         for (;;) {
-            const std::size_t n = contribution(slot, value, words);
+            const std::size_t n = contribution(slot, value, words, w);
             _core->allreduce_sum(words, sum, n, idle, call);
             ++w.waves;
-            if (detect(slot, sum, n, w)) break;
+            if (detect(sum, n, w)) break;
             check_timeout(w);
         }
     } catch (const error& e) {

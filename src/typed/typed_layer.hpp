@@ -110,8 +110,9 @@ class typed_layer {
     std::size_t flush_members();
     [[nodiscard]] bool members_hold() const;
     std::size_t progress();
-    std::size_t contribution(unsigned slot, std::uint64_t value, std::uint64_t* words);
-    bool detect(unsigned slot, const std::uint64_t* sum, std::size_t n, wave_state& w) const;
+    std::size_t contribution(unsigned slot, std::uint64_t value, std::uint64_t* words,
+                             const wave_state& w);
+    bool detect(const std::uint64_t* sum, std::size_t n, wave_state& w) const;
     void check_timeout(const wave_state& w) const;
     void print_diagnosis(const wave_state& w, const char* why) const;
     void record_end(unsigned slot, epoch_stats& out);
@@ -152,6 +153,7 @@ class typed_layer {
 
     mutable std::mutex _members_mutex;
     std::vector<typed_member*> _members;
+    std::uint64_t _departed_dedup = 0, _departed_combined = 0;  // of members since destroyed
     std::vector<typed_member*> _scratch;  // flush_members' copy (only the rank's thread ends)
 };
 

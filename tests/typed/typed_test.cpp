@@ -5,6 +5,9 @@
 
 #include <am/typed.hpp>
 
+#include <atomic>
+#include <functional>
+
 namespace {
 
 using am_test::spmd_test;
@@ -79,7 +82,63 @@ TEST_P(typed, nested_chains_depth_limited) {
     ASSERT_EQ(run([](am::context& ctx) { chains(ctx, true, 2, 2); }), 0);
 }
 
+// Ranks that end an epoch with different detectors are told so in the first round, instead of
+// reading each other's counts as something else.
+class typed_multi : public spmd_test {};
+
+TEST_P(typed_multi, depth_mismatch_is_detected) {
+    testing::internal::CaptureStderr();
+    const int status = run([](am::context& ctx) {
+        am::epoch epoch(ctx, {.depth = ctx.rank() == 0 ? -1 : 0});
+        epoch.end();
+    });
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(status, 0);
+    EXPECT_NE(err.find("different epoch_options::depth"), std::string::npos) << err;
+}
+
+// A combining layer fed by handlers on the progress thread while the rank's thread ends the
+// epoch (and flushes the layer): every value arrives, summed per key.
+TEST_P(typed, reducer_with_progress_thread) {
+    struct kv {
+        std::uint64_t key, value;
+    };
+    ASSERT_EQ(run(
+                  [](am::context& ctx) {
+                      const int n = ctx.size();
+                      std::atomic<std::uint64_t> total{0};
+                      am::reducer<am::message_type<kv>, std::plus<>, am::hash_cache>* red = nullptr;
+                      am::message_type<kv> sums(ctx, [&](const kv& m) { total += m.value; });
+                      am::message_type<std::uint64_t> seeds(ctx, [&](const std::uint64_t& i) {
+                          for (std::uint64_t j = 0; j < 20; ++j) {
+                              red->send(kv{j % 7, i + j}, static_cast<int>((i + j) % n));
+                          }
+                      });
+                      auto r = am::reduce_by_key(sums, std::plus<>{}, am::hash_cache{16});
+                      red = &r;
+                      std::uint64_t expected = 0;
+                      for (std::uint64_t i = 0; i < 200; ++i) {
+                          for (std::uint64_t j = 0; j < 20; ++j) expected += i + j;
+                      }
+                      {
+                          am::epoch epoch(ctx);
+                          for (std::uint64_t i = 0; i < 200; ++i) {
+                              seeds.send(i, static_cast<int>(i % n));
+                          }
+                      }
+                      am::epoch sum(ctx);
+                      EXPECT_EQ(sum.end(total.load()), expected * static_cast<std::uint64_t>(n));
+                  },
+                  [](am::config& cfg) { cfg.progress_thread = true; }),
+              0);
+}
+
 INSTANTIATE_TEST_SUITE_P(all, typed, ::testing::ValuesIn(am_test::all_params()),
+                         am_test::param_name);
+// The failure is read from stderr, which on mpi this process sees for its rank only (and a
+// failed mpi job aborts): threads and shm.
+INSTANTIATE_TEST_SUITE_P(multi, typed_multi,
+                         ::testing::ValuesIn(am_test::without_mpi(am_test::multi_rank_params())),
                          am_test::param_name);
 
 }  // namespace

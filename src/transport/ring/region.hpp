@@ -185,11 +185,10 @@ class ring_transport final : public transport {
 
     region _region;
     std::size_t _max_message;
-    std::vector<producer> _out;  // [dest * lanes + lane]
-    std::vector<consumer> _in;   // reply lane by source, then request lane by source
-    unsigned _reduce_parity = 0;
-    std::uint64_t _faults = 0;  // xorshift state; 0 when fault injection is off  // which of the
-                                // two reduce slots the next reduction uses
+    std::vector<producer> _out;   // [dest * lanes + lane]
+    std::vector<consumer> _in;    // reply lane by source, then request lane by source
+    unsigned _reduce_parity = 0;  // which of the two reduce slots the next reduction uses
+    std::uint64_t _faults = 0;    // xorshift state; 0 when fault injection is off
 };
 
 }  // namespace am::transport::ring
