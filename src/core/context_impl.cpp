@@ -615,6 +615,8 @@ void context_impl::quiesce() {
 // --------------------------------------------------------------------------- progress thread
 
 void context_impl::start_progress_thread() {
+    // Two threads per rank from now on: spin only if twice the ranks fit the cores.
+    if (_tp.spin_limit() != 0) _tp.set_spin_limit(util::spin_rounds_for(2 * _size));
     _locking = true;
     _fast = false;
     update_slow_path();

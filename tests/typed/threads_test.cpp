@@ -117,7 +117,7 @@ TEST_P(typed_threads, thread_multiple_nested_traffic) {
 // The randomized nested traffic with a progress thread: handlers run on it and forward from it
 // while the rank's thread sends and ends epochs.
 TEST_P(typed_threads, progress_thread_nested_traffic) {
-    typed_test::watchdog guard(15, "progress_thread_nested_traffic");
+    typed_test::watchdog guard(45, "progress_thread_nested_traffic");
     traffic_options opt;
     opt.seed = 61;
     opt.max_messages = 200;
@@ -133,7 +133,7 @@ TEST_P(typed_threads, progress_thread_nested_traffic) {
 
 // Both: a progress thread and four sending threads.
 TEST_P(typed_threads, progress_thread_and_sender_threads) {
-    typed_test::watchdog guard(15, "progress_thread_and_sender_threads");
+    typed_test::watchdog guard(45, "progress_thread_and_sender_threads");
     traffic_options opt;
     opt.seed = 71;
     opt.sender_threads = 4;
