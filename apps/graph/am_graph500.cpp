@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: MIT
+// am-graph500: Graph500-style BFS, SSSP and exploration on am, with validation.
+//   am-graph500 --scale S --edgefactor E --kernel bfs|sssp|explore --roots R --validate
+// Ranks and transport come from the environment (AM_TRANSPORT, AM_RANKS) or from mpirun;
+// --ranks/--transport override them. Rank 0 prints Graph500 statistics and, with --json, one
+// JSON line per kernel in the bench format.
+#include <graph/graph.hpp>
+
+#include <am/am.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace am::graph;
+
+struct options {
+    graph_spec spec;
+    std::vector<kernel_kind> kernels{kernel_kind::bfs};
+    int roots = 64;
+    bool validate = false;
+    bool json = false;
+    bool quiet = false;
+    kernel_options kopt;
+};
+
+[[noreturn]] void usage(const char* why) {
+    std::fprintf(stderr,
+                 "am-graph500: %s\n"
+                 "usage: am-graph500 [--scale S] [--edgefactor E] [--graph kronecker|er]\n"
+                 "         [--kernel bfs|sssp|explore[,...]] [--roots R] [--delta D]\n"
+                 "         [--no-direction-opt] [--seed X] [--validate] [--json] [--quiet]\n"
+                 "         [--ranks N] [--transport threads|shm|mpi]\n",
+                 why);
+    std::exit(2);
+}
+
+kernel_kind parse_kernel(const std::string& k) {
+    if (k == "bfs") return kernel_kind::bfs;
+    if (k == "sssp") return kernel_kind::sssp;
+    if (k == "explore") return kernel_kind::explore;
+    usage(("unknown kernel '" + k + "'").c_str());
+}
+
+const char* kernel_name(kernel_kind k) {
+    switch (k) {
+        case kernel_kind::bfs:
+            return "bfs";
+        case kernel_kind::sssp:
+            return "sssp";
+        case kernel_kind::explore:
+            return "explore";
+    }
+    return "?";
+}
+
+std::vector<kernel_kind> parse_kernels(const std::string& list) {
+    std::vector<kernel_kind> out;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        out.push_back(parse_kernel(list.substr(start, comma - start)));
+        start = comma + 1;
+    }
+    return out;
+}
+
+options parse(int argc, char** argv, am::config& cfg) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage((a + " needs a value").c_str());
+            return argv[++i];
+        };
+        auto number = [&]() -> long long {
+            const std::string v = value();
+            char* end = nullptr;
+            const long long x = std::strtoll(v.c_str(), &end, 0);
+            if (end == v.c_str() || *end != '\0') usage((a + ": not a number: " + v).c_str());
+            return x;
+        };
+        if (a == "--scale")
+            o.spec.scale = static_cast<int>(number());
+        else if (a == "--edgefactor")
+            o.spec.edgefactor = static_cast<int>(number());
+        else if (a == "--seed")
+            o.spec.seed = static_cast<std::uint64_t>(number());
+        else if (a == "--roots")
+            o.roots = static_cast<int>(number());
+        else if (a == "--kernel")
+            o.kernels = parse_kernels(value());
+        else if (a == "--delta")
+            o.kopt.delta = std::strtof(value().c_str(), nullptr);
+        else if (a == "--no-direction-opt")
+            o.kopt.direction_optimizing = false;
+        else if (a == "--validate")
+            o.validate = true;
+        else if (a == "--json")
+            o.json = true;
+        else if (a == "--quiet")
+            o.quiet = true;
+        else if (a == "--ranks")
+            cfg.ranks = static_cast<int>(number());
+        else if (a == "--graph") {
+            const std::string g = value();
+            if (g == "kronecker")
+                o.spec.kind = graph_kind::kronecker;
+            else if (g == "er")
+                o.spec.kind = graph_kind::erdos_renyi;
+            else
+                usage(("unknown graph '" + g + "'").c_str());
+        } else if (a == "--transport") {
+            const std::string t = value();
+            if (t == "threads")
+                cfg.transport = am::transport_kind::threads;
+            else if (t == "shm")
+                cfg.transport = am::transport_kind::shm;
+            else if (t == "mpi")
+                cfg.transport = am::transport_kind::mpi;
+            else
+                usage(("unknown transport '" + t + "'").c_str());
+        } else {
+            usage(("unknown option '" + a + "'").c_str());
+        }
+    }
+    if (o.roots < 1) usage("--roots must be at least 1");
+    if (!(o.kopt.delta > 0)) usage("--delta must be positive");
+    try {
+        check_spec(o.spec);
+    } catch (const std::invalid_argument& e) {
+        usage(e.what());
+    }
+    return o;
+}
+
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+/// Peak resident memory of this process (VmHWM), bytes; 0 if unknown.
+std::uint64_t peak_rss() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line)) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) << 10;
+    }
+    return 0;
+}
+
+struct summary {
+    double min, q1, median, q3, max, mean, stddev;
+};
+
+summary summarize(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    auto quantile = [&](double q) {
+        const double pos = q * static_cast<double>(v.size() - 1);
+        const auto lo = static_cast<std::size_t>(pos);
+        const std::size_t hi = std::min(lo + 1, v.size() - 1);
+        return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+    };
+    double sum = 0, sq = 0;
+    for (double x : v) sum += x;
+    const double mean = sum / static_cast<double>(v.size());
+    for (double x : v) sq += (x - mean) * (x - mean);
+    const double sd = v.size() > 1 ? std::sqrt(sq / static_cast<double>(v.size() - 1)) : 0;
+    return {v.front(), quantile(0.25), quantile(0.5), quantile(0.75), v.back(), mean, sd};
+}
+
+void print_summary(const char* kernel, const char* what, const summary& s) {
+    std::printf(
+        "%s min_%s: %.6g\n%s firstquartile_%s: %.6g\n%s median_%s: %.6g\n"
+        "%s thirdquartile_%s: %.6g\n%s max_%s: %.6g\n%s mean_%s: %.6g\n"
+        "%s stddev_%s: %.6g\n",
+        kernel, what, s.min, kernel, what, s.q1, kernel, what, s.median, kernel, what, s.q3, kernel,
+        what, s.max, kernel, what, s.mean, kernel, what, s.stddev);
+}
+
+/// Graph500's TEPS figure: the harmonic mean, and its standard deviation as the spec gives it.
+void harmonic(const std::vector<double>& teps, double& hmean, double& hstddev) {
+    double inv = 0;
+    for (double t : teps) inv += 1 / t;
+    const double n = static_cast<double>(teps.size());
+    hmean = n / inv;
+    double sq = 0;
+    for (double t : teps) sq += (1 / t - inv / n) * (1 / t - inv / n);
+    hstddev = n > 1 ? std::sqrt(sq) / (n - 1) * hmean * hmean : 0;
+}
+
+const char* transport_name(am::transport_kind t) {
+    switch (t) {
+        case am::transport_kind::threads:
+            return "threads";
+        case am::transport_kind::shm:
+            return "shm";
+        case am::transport_kind::mpi:
+            return "mpi";
+    }
+    return "?";
+}
+
+struct graph_info {
+    double generation = 0;
+    std::uint64_t csr_bytes_max = 0;  // the largest rank share
+};
+
+template <class Kernel>
+int run_kernel(am::context& ctx, const options& o, const am::config& cfg,
+               const std::vector<std::uint32_t>& roots, kernel_kind kind, Kernel& kernel,
+               validator& check, const graph_info& info) {
+    const bool root_rank = ctx.rank() == 0;
+    const char* name = kernel_name(kind);
+    search_result r;
+    kernel.run(roots.front(), r);  // untimed warm-up
+    std::vector<double> times, edges, teps;
+    int failed = 0;
+    for (const std::uint32_t root : roots) {
+        ctx.barrier();
+        const double t0 = now();
+        kernel.run(root, r);
+        const double t = now() - t0;
+        times.push_back(t);
+        edges.push_back(static_cast<double>(r.edges));
+        teps.push_back(static_cast<double>(r.edges) / t);
+        if (o.validate) {
+            const validation v = check.run(kind, root, r);
+            if (!v.ok()) {
+                ++failed;
+                if (!v.first_error.empty()) {
+                    std::fprintf(stderr, "am-graph500: %s from root %u failed validation: %s\n",
+                                 name, root, v.first_error.c_str());
+                }
+            }
+        }
+        if (!o.quiet && root_rank) {
+            std::fprintf(stderr, "%s root %u: %.6f s, %llu edges, %d levels (%d bottom-up)\n", name,
+                         root, t, static_cast<unsigned long long>(r.edges), r.levels,
+                         r.bottom_up_levels);
+        }
+    }
+    const std::uint64_t rss = peak_rss();
+    if (!root_rank) return failed;
+    double hmean = 0, hsd = 0;
+    harmonic(teps, hmean, hsd);
+    std::printf("%s NBFS: %zu\n", name, roots.size());
+    print_summary(name, "time", summarize(times));
+    print_summary(name, "nedge", summarize(edges));
+    const summary ts = summarize(teps);
+    print_summary(name, "TEPS", ts);
+    std::printf("%s harmonic_mean_TEPS: %.6g\n%s harmonic_stddev_TEPS: %.6g\n", name, hmean, name,
+                hsd);
+    std::printf("%s validation: %s\n", name,
+                !o.validate   ? "not run"
+                : failed == 0 ? "passed"
+                              : "FAILED");
+    std::printf("%s peak_rss_bytes (rank 0 process): %llu\n", name,
+                static_cast<unsigned long long>(rss));
+    if (o.json) {
+        std::printf(
+            "{\"bench\":\"graph500\",\"system\":\"am\",\"transport\":\"%s\",\"ranks\":%d,"
+            "\"op\":\"%s\",\"bytes\":0,\"metric\":\"teps\",\"median\":%.6g,\"min\":%.6g,"
+            "\"max\":%.6g,\"reps\":%zu,\"scale\":%d,\"edgefactor\":%d,\"graph\":\"%s\","
+            "\"harmonic_mean\":%.6g,\"validated\":%s,\"csr_bytes_per_rank\":%llu,"
+            "\"peak_rss_bytes\":%llu,\"generation_s\":%.4f}\n",
+            transport_name(cfg.transport), ctx.size(), name, ts.median, ts.min, ts.max,
+            roots.size(), o.spec.scale, o.spec.edgefactor,
+            o.spec.kind == graph_kind::kronecker ? "kronecker" : "er", hmean,
+            o.validate && failed == 0 ? "true" : "false",
+            static_cast<unsigned long long>(info.csr_bytes_max),
+            static_cast<unsigned long long>(rss), info.generation);
+    }
+    std::fflush(stdout);
+    return failed;
+}
+
+int rank_main(am::context& ctx, const options& o, const am::config& cfg) {
+    const double t0 = now();
+    const csr_graph g = build_csr(ctx, o.spec);
+    graph_info info;
+    info.generation = now() - t0;
+    reductions red(ctx);
+    info.csr_bytes_max = red.sum(g.bytes());  // summed, then the largest share below
+    const std::uint64_t total_csr = info.csr_bytes_max;
+    info.csr_bytes_max = ~red.min(~g.bytes());
+    const std::vector<std::uint32_t> roots = choose_roots(ctx, g, o.roots);
+    if (ctx.rank() == 0) {
+        std::printf(
+            "SCALE: %d\nedgefactor: %d\ngraph: %s\nNBFS: %zu\n"
+            "graph_generation_and_construction: %.6g\nnum_ranks: %d\n"
+            "edges (undirected, no self-loops): %llu\ncsr_bytes total: %llu, "
+            "largest rank share: %llu\n",
+            o.spec.scale, o.spec.edgefactor,
+            o.spec.kind == graph_kind::kronecker ? "kronecker" : "erdos-renyi+cycle", roots.size(),
+            info.generation, ctx.size(), static_cast<unsigned long long>(g.global_edges),
+            static_cast<unsigned long long>(total_csr),
+            static_cast<unsigned long long>(info.csr_bytes_max));
+    }
+    if (roots.empty()) throw std::runtime_error("am-graph500: the graph has no edges");
+    validator check(ctx, g);
+    int failed = 0;
+    for (const kernel_kind kind : o.kernels) {
+        if (kind == kernel_kind::bfs) {
+            bfs_kernel k(ctx, g, o.kopt);
+            failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info);
+        } else if (kind == kernel_kind::sssp) {
+            sssp_kernel k(ctx, g, o.kopt);
+            failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info);
+        } else {
+            explore_kernel k(ctx, g);
+            failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info);
+        }
+    }
+    if (red.sum(static_cast<std::uint64_t>(failed)) > 0) {
+        throw std::runtime_error("am-graph500: validation failed");
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    am::config cfg;
+    try {
+        cfg = am::config::from_env();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "am-graph500: %s\n", e.what());
+        return 2;
+    }
+    const options o = parse(argc, argv, cfg);
+    return am::run(cfg, [&](am::context& ctx) { (void)rank_main(ctx, o, cfg); });
+}

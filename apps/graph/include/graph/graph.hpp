@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// Distributed graphs and Graph500 kernels on `am`'s typed layer (AM++ §4): a 1-D
+/// partitioned CSR built from the generators of `graph/generator.hpp`, level-synchronous
+/// direction-optimising BFS, Δ-stepping SSSP, graph exploration with nested messages, and
+/// validation by the Graph500 rules.
+///
+/// Every function taking a `context` is collective: all ranks call it with the same
+/// arguments, from the rank's own thread. Objects hold per-rank state and are not thread-safe.
+#pragma once
+
+#include <graph/generator.hpp>
+
+#include <am/context.hpp>
+#include <am/typed.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace am::graph {
+
+/// Block partition of [0, n) over `ranks`: rank r owns [r·chunk, (r+1)·chunk) ∩ [0, n), with
+/// `chunk` a multiple of 64 (a bitmap word never straddles two ranks).
+class partition {
+  public:
+    partition() = default;
+    partition(std::uint64_t n, int ranks);
+    /// Owner of vertex `v` (< n): one multiply, no division.
+    [[nodiscard]] int owner(std::uint32_t v) const noexcept {
+        return static_cast<int>((static_cast<detail::u128>(_magic) * v) >> 64);
+    }
+    [[nodiscard]] std::uint32_t first(int rank) const noexcept;
+    [[nodiscard]] std::uint32_t count(int rank) const noexcept;
+    [[nodiscard]] std::uint64_t chunk() const noexcept { return _chunk; }
+    [[nodiscard]] std::uint64_t n() const noexcept { return _n; }
+
+  private:
+    std::uint64_t _n = 0;
+    std::uint64_t _chunk = 1;
+    std::uint64_t _magic = 0;  // ⌊2^64 / chunk⌋ + 1: exact quotients for 32-bit v
+    int _ranks = 1;
+};
+
+/// One adjacency entry: the neighbour's global id and the edge's weight.
+struct adjacency {
+    std::uint32_t target;
+    float w;
+};
+
+/// This rank's share of an undirected graph: the adjacency (both directions of every edge,
+/// self-loops dropped, duplicates kept) of the vertices it owns, each list sorted by weight.
+struct csr_graph {
+    graph_spec spec;
+    partition part;
+    int rank = 0;
+    std::uint32_t first = 0;             ///< global id of local vertex 0
+    std::uint32_t local_n = 0;           ///< vertices owned here
+    std::vector<std::uint64_t> offsets;  ///< local_n + 1 entries into `adj`
+    std::vector<adjacency> adj;
+    std::uint64_t global_edges = 0;  ///< undirected edges (no self-loops) in the graph
+
+    [[nodiscard]] std::span<const adjacency> neighbours(std::uint32_t local) const noexcept {
+        return {adj.data() + offsets[local], adj.data() + offsets[local + 1]};
+    }
+    [[nodiscard]] std::uint64_t degree(std::uint32_t local) const noexcept {
+        return offsets[local + 1] - offsets[local];
+    }
+    [[nodiscard]] bool owns(std::uint32_t v) const noexcept { return v - first < local_n; }
+    /// Bytes of this rank's CSR (offsets and adjacency).
+    [[nodiscard]] std::uint64_t bytes() const noexcept {
+        return offsets.size() * sizeof(std::uint64_t) + adj.size() * sizeof(adjacency);
+    }
+};
+
+/// Generates the graph of `spec` (each rank its share of the edges) and builds the CSR:
+/// the edges are generated twice, once to count degrees and once to place them, so no edge
+/// list is ever stored. Collective. Throws std::invalid_argument for a bad spec.
+csr_graph build_csr(context& ctx, const graph_spec& spec);
+
+/// Roots as Graph500 chooses search keys: the first `count` distinct candidates of the
+/// spec's root stream whose vertex has an edge. Collective; the same list on every rank.
+std::vector<std::uint32_t> choose_roots(context& ctx, const csr_graph& g, int count);
+
+/// Sum and minimum over ranks of one 64-bit value each (collective; an epoch each).
+class reductions {
+  public:
+    explicit reductions(context& ctx);
+    std::uint64_t sum(std::uint64_t v);
+    std::uint64_t min(std::uint64_t v);
+
+  private:
+    context* _ctx;
+    std::uint64_t _min = 0;
+    message_type<std::uint64_t> _min_msg;
+};
+
+/// Result of one search: per local vertex the predecessor (global id; the root's is itself,
+/// −1 unreached) and, for SSSP, the distance (+∞ unreached).
+struct search_result {
+    std::vector<std::int64_t> pred;
+    std::vector<float> dist;     ///< SSSP only
+    std::uint64_t edges = 0;     ///< undirected edges in the reached component (global)
+    int levels = 0;              ///< BFS levels / SSSP buckets / 0 (explore)
+    int bottom_up_levels = 0;    ///< BFS levels run bottom-up
+    std::uint64_t messages = 0;  ///< typed messages this rank sent
+};
+
+/// Options of the kernels.
+struct kernel_options {
+    float delta = 0.1f;                ///< Δ of Δ-stepping
+    bool direction_optimizing = true;  ///< BFS: switch to bottom-up steps on large frontiers
+    double alpha = 14;                 ///< BFS: top-down → bottom-up when m_f > m_u / α
+    double beta = 24;                  ///< BFS: bottom-up → top-down when n_f < n / β
+};
+
+/// Level-synchronous BFS: one epoch per level (depth 0: handlers send nothing). Top-down
+/// levels send (vertex, parent) to the owner through a coalescing layer; bottom-up levels
+/// exchange the frontier bitmap and search parents locally (Beamer's direction optimisation).
+class bfs_kernel {
+  public:
+    bfs_kernel(context& ctx, const csr_graph& g, kernel_options opt = {});
+    ~bfs_kernel();
+    bfs_kernel(const bfs_kernel&) = delete;
+    bfs_kernel& operator=(const bfs_kernel&) = delete;
+    /// Searches from global vertex `root`; collective.
+    void run(std::uint32_t root, search_result& out);
+
+  private:
+    struct state;
+    std::unique_ptr<state> _s;
+};
+
+/// Δ-stepping SSSP (Meyer & Sanders), one epoch per light-edge round and one per bucket's
+/// heavy edges; relaxations to other ranks go through a coalescing layer.
+class sssp_kernel {
+  public:
+    sssp_kernel(context& ctx, const csr_graph& g, kernel_options opt = {});
+    ~sssp_kernel();
+    sssp_kernel(const sssp_kernel&) = delete;
+    sssp_kernel& operator=(const sssp_kernel&) = delete;
+    void run(std::uint32_t root, search_result& out);
+
+  private:
+    struct state;
+    std::unique_ptr<state> _s;
+};
+
+/// Graph exploration (AM++ §4.2): a visit's handler marks the vertex, explores its local
+/// part depth-first and sends visits to remote neighbours from inside the handler — one
+/// epoch for the whole search, ended by the general termination detector.
+class explore_kernel {
+  public:
+    explore_kernel(context& ctx, const csr_graph& g);
+    ~explore_kernel();
+    explore_kernel(const explore_kernel&) = delete;
+    explore_kernel& operator=(const explore_kernel&) = delete;
+    void run(std::uint32_t root, search_result& out);
+
+  private:
+    struct state;
+    std::unique_ptr<state> _s;
+};
+
+/// What validation checks, by kernel.
+enum class kernel_kind { bfs, sssp, explore };
+
+/// Outcome of a validation: `errors` over all ranks, the first few described.
+struct validation {
+    std::uint64_t errors = 0;
+    std::uint64_t edges = 0;  ///< undirected edges in the component, recounted
+    std::string first_error;  ///< this rank's first error, empty if none
+    [[nodiscard]] bool ok() const noexcept { return errors == 0; }
+};
+
+/// Validates searches by the Graph500 rules: predecessors in range, forming a tree to the
+/// root (no cycle, root its own parent at distance 0); every reached vertex's parent edge
+/// exists with d(v) = d(parent) + w (w = 1 for BFS levels); no edge joins a reached and an
+/// unreached vertex; for every edge |d(u) − d(v)| ≤ w (BFS: levels differ by at most 1);
+/// the kernel's edge count equals the recount. `run` is collective and gathers the
+/// predecessors (and distances) of all vertices on every rank (untimed, 12 bytes per vertex).
+class validator {
+  public:
+    validator(context& ctx, const csr_graph& g);
+    ~validator();
+    validator(const validator&) = delete;
+    validator& operator=(const validator&) = delete;
+    validation run(kernel_kind kind, std::uint32_t root, const search_result& r);
+
+  private:
+    struct state;
+    std::unique_ptr<state> _s;
+};
+
+}  // namespace am::graph
