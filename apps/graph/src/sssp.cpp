@@ -10,6 +10,11 @@
 namespace am::graph {
 namespace {
 
+struct settled_word {
+    std::uint64_t bits;
+    std::uint64_t index;
+};
+
 struct relax {
     std::uint32_t vertex;
     std::uint32_t parent;
@@ -17,6 +22,16 @@ struct relax {
 };
 
 constexpr std::uint64_t no_bucket = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint32_t no_parent = std::numeric_limits<std::uint32_t>::max();
+
+/// A vertex's tentative distance and parent side by side: one cache miss per relaxation.
+struct label {
+    float dist;
+    std::uint32_t parent;
+};
+
+/// How many adjacency entries ahead the relaxation loops prefetch the target's label.
+constexpr std::size_t prefetch_distance = 16;
 
 }  // namespace
 
@@ -27,13 +42,17 @@ struct sssp_kernel::state {
     float inv_delta;
     reductions red;
     search_result* out = nullptr;
+    std::vector<label> labels;
     std::vector<std::vector<std::uint32_t>> buckets;
     std::vector<std::uint32_t> settled;  // vertices removed from the current bucket
     bitmap in_settled;
-    bitmap done_in_round;  // processed in the current light round
-    std::uint64_t reached_degrees = 0;
+    bitmap done_in_round;                  // processed in the current light round
+    bitmap final_global;                   // global: vertices of completed buckets (final)
+    std::vector<std::uint8_t> word_dirty;  // local words of final_global changed this bucket
+    std::vector<std::uint64_t> dirty_words;
     message_type<relax> relax_msg;
     coalesced<relax> relaxes;
+    message_type<settled_word> word_msg;
 
     state(context& c, const csr_graph& graph, kernel_options o)
         : ctx(c),
@@ -43,42 +62,85 @@ struct sssp_kernel::state {
           red(c),
           in_settled(graph.local_n),
           done_in_round(graph.local_n),
+          final_global(graph.part.n()),
+          word_dirty((std::uint64_t{graph.local_n} + 63) / 64, 0),
           relax_msg(
               c, [this](const relax& r) { improve(r.vertex - g.first, r.dist, r.parent); },
               "sssp.relax"),
-          relaxes(relax_msg) {}
+          relaxes(relax_msg),
+          word_msg(
+              c, [this](const settled_word& w) { final_global.words()[w.index] = w.bits; },
+              "sssp.settled") {}
 
     [[nodiscard]] std::uint64_t bucket_of(float d) const noexcept {
         return static_cast<std::uint64_t>(d * inv_delta);
     }
 
     void improve(std::uint32_t local, float d, std::uint32_t parent) {
-        float& cur = out->dist[local];
-        if (!(d < cur)) return;
-        if (out->pred[local] < 0) reached_degrees += g.degree(local);
-        cur = d;
-        out->pred[local] = parent;
+        label& l = labels[local];
+        if (!(d < l.dist)) return;
+        l = label{d, parent};
         const std::uint64_t b = bucket_of(d);
         if (b >= buckets.size()) buckets.resize(b + 1);
         buckets[b].push_back(local);
     }
 
-    void relax_edge(const adjacency& a, float du, std::uint32_t parent) {
-        const float d = du + a.w;
-        const int dest = g.part.owner(a.target);
-        if (dest == g.rank) {
-            improve(a.target - g.first, d, parent);
-        } else {
-            relaxes.send(relax{a.target, parent, d}, dest);
+    void receive(std::span<const relax> batch) {
+        const std::size_t n = batch.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i + prefetch_distance < n) {
+                __builtin_prefetch(&labels[batch[i + prefetch_distance].vertex - g.first], 1);
+            }
+            improve(batch[i].vertex - g.first, batch[i].dist, batch[i].parent);
         }
     }
 
-    /// First heavy edge of `local`'s list (lists are sorted by weight).
-    [[nodiscard]] std::uint64_t heavy_begin(std::uint32_t local) const noexcept {
-        const auto list = g.neighbours(local);
-        const auto it = std::partition_point(list.begin(), list.end(),
-                                             [&](const adjacency& a) { return a.w < opt.delta; });
-        return static_cast<std::uint64_t>(it - list.begin());
+    /// Relaxes edges [begin, end) of `u`'s list.
+    void relax_edges(std::uint32_t u, float du, std::uint64_t begin, std::uint64_t end) {
+        const adjacency* list = g.adj.data() + g.offsets[u];
+        const std::uint32_t parent = g.first + u;
+        for (std::uint64_t i = begin; i < end; ++i) {
+            if (i + prefetch_distance < end) {
+                const std::uint32_t ahead = list[i + prefetch_distance].target;
+                if (g.owns(ahead)) __builtin_prefetch(&labels[ahead - g.first], 1);
+            }
+            const adjacency& a = list[i];
+            if (final_global.test(a.target)) continue;  // its distance cannot improve
+            const float d = du + a.w;
+            const int dest = g.part.owner(a.target);
+            if (dest == g.rank) {
+                improve(a.target - g.first, d, parent);
+            } else {
+                relaxes.send(relax{a.target, parent, d}, dest);
+            }
+        }
+    }
+
+    /// First edge of `local`'s list (sorted by weight) with weight ≥ `limit`. A linear scan:
+    /// the prefix is short (weights below Δ) and read in order, where a binary search would
+    /// wait for a cache miss at every step.
+    [[nodiscard]] std::uint64_t split(std::uint32_t local, float limit) const noexcept {
+        const adjacency* list = g.adj.data() + g.offsets[local];
+        const std::uint64_t n = g.degree(local);
+        std::uint64_t i = 0;
+        while (i < n && list[i].w < limit) ++i;
+        return i;
+    }
+
+    /// Prefetches what processing vertex list[i + k] will read: its offsets and label 2k
+    /// ahead, its adjacency k ahead (the lists are visited in bucket order, i.e. at random).
+    void prefetch_vertex(const std::vector<std::uint32_t>& list, std::size_t i) const noexcept {
+        constexpr std::size_t k = 8;
+        if (i + 2 * k < list.size()) {
+            __builtin_prefetch(&g.offsets[list[i + 2 * k]]);
+            __builtin_prefetch(&labels[list[i + 2 * k]]);
+        }
+        if (i + k < list.size()) __builtin_prefetch(g.adj.data() + g.offsets[list[i + k]]);
+    }
+
+    /// Upper end of bucket b's distances.
+    [[nodiscard]] float bucket_end(std::uint64_t b) const noexcept {
+        return static_cast<float>(b + 1) * opt.delta;
     }
 
     /// One round of light-edge relaxations from the vertices now in bucket `b`.
@@ -86,15 +148,15 @@ struct sssp_kernel::state {
         std::vector<std::uint32_t> round;
         round.swap(buckets[b]);
         epoch ep(ctx, {.depth = 0});
-        for (const std::uint32_t u : round) {
-            const float du = out->dist[u];
+        for (std::size_t i = 0; i < round.size(); ++i) {
+            prefetch_vertex(round, i);
+            const std::uint32_t u = round[i];
+            const float du = labels[u].dist;
             if (bucket_of(du) != b || done_in_round.test_and_set(u)) continue;
             if (!in_settled.test_and_set(u)) settled.push_back(u);
-            const std::uint32_t parent = g.first + u;
-            for (const adjacency& a : g.neighbours(u)) {
-                if (!(a.w < opt.delta)) break;
-                relax_edge(a, du, parent);
-            }
+            // Inner short edges only (d(u) + w stays in this bucket); the outer ones are
+            // relaxed once with u's final distance in the heavy round.
+            relax_edges(u, du, 0, split(u, bucket_end(b) - du));
         }
         relaxes.flush();
         ep.end();
@@ -102,15 +164,37 @@ struct sssp_kernel::state {
         for (const std::uint32_t u : round) done_in_round.words()[u >> 6] = 0;
     }
 
-    void heavy_round() {
-        epoch ep(ctx, {.depth = 0});
+    /// Marks the bucket's vertices final and sends the changed bitmap words to every rank.
+    void publish_final() {
         for (const std::uint32_t u : settled) {
-            const float du = out->dist[u];
-            const std::uint32_t parent = g.first + u;
-            const auto list = g.neighbours(u);
-            for (std::uint64_t i = heavy_begin(u); i < list.size(); ++i) {
-                relax_edge(list[i], du, parent);
+            const std::uint64_t v = std::uint64_t{g.first} + u;
+            final_global.set(v);
+            const std::uint64_t w = u >> 6;
+            if (word_dirty[w] == 0) {
+                word_dirty[w] = 1;
+                dirty_words.push_back((g.first >> 6) + w);
             }
+        }
+        for (const std::uint64_t w : dirty_words) {
+            const settled_word msg{final_global.words()[w], w};
+            for (int r = 0; r < ctx.size(); ++r) {
+                if (r != g.rank) word_msg.send(msg, r);
+            }
+            word_dirty[w - (g.first >> 6)] = 0;
+        }
+        dirty_words.clear();
+    }
+
+    /// Relaxes the outer short and heavy edges of the bucket's vertices, whose distances are
+    /// final now.
+    void heavy_round(std::uint64_t b) {
+        epoch ep(ctx, {.depth = 0});
+        publish_final();
+        for (std::size_t i = 0; i < settled.size(); ++i) {
+            prefetch_vertex(settled, i);
+            const std::uint32_t u = settled[i];
+            const float du = labels[u].dist;
+            relax_edges(u, du, split(u, bucket_end(b) - du), g.degree(u));
             in_settled.words()[u >> 6] = 0;
         }
         relaxes.flush();
@@ -128,12 +212,11 @@ struct sssp_kernel::state {
 
     void run(std::uint32_t root, search_result& result) {
         out = &result;
-        result.pred.assign(g.local_n, -1);
-        result.dist.assign(g.local_n, std::numeric_limits<float>::infinity());
+        labels.assign(g.local_n, label{std::numeric_limits<float>::infinity(), no_parent});
         result.messages = 0;
         result.bottom_up_levels = 0;
         for (auto& b : buckets) b.clear();
-        reached_degrees = 0;
+        final_global.clear();
         if (g.owns(root)) improve(root - g.first, 0.0f, root);
         int rounds = 0;
         for (std::uint64_t b = red.min(next_bucket(0)); b != no_bucket;
@@ -143,10 +226,19 @@ struct sssp_kernel::state {
                 light_round(b);
                 ++rounds;
             }
-            heavy_round();
+            heavy_round(b);
             ++rounds;
         }
         result.levels = rounds;
+        result.pred.resize(g.local_n);
+        result.dist.resize(g.local_n);
+        std::uint64_t reached_degrees = 0;
+        for (std::uint32_t v = 0; v < g.local_n; ++v) {
+            const label& l = labels[v];
+            result.dist[v] = l.dist;
+            result.pred[v] = l.parent == no_parent ? -1 : static_cast<std::int64_t>(l.parent);
+            if (l.parent != no_parent) reached_degrees += g.degree(v);
+        }
         result.edges = red.sum(reached_degrees) / 2;
     }
 };
