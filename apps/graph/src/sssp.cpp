@@ -24,10 +24,13 @@ struct relax {
 constexpr std::uint64_t no_bucket = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t no_parent = std::numeric_limits<std::uint32_t>::max();
 
-/// A vertex's tentative distance and parent side by side: one cache miss per relaxation.
+/// A vertex's tentative distance and parent side by side (one cache miss per relaxation),
+/// with the weight of its lightest edge: a light round skips a vertex whose lightest edge
+/// leaves the bucket without touching its adjacency.
 struct label {
     float dist;
     std::uint32_t parent;
+    float lightest;
 };
 
 /// How many adjacency entries ahead the relaxation loops prefetch the target's label.
@@ -79,7 +82,8 @@ struct sssp_kernel::state {
     void improve(std::uint32_t local, float d, std::uint32_t parent) {
         label& l = labels[local];
         if (!(d < l.dist)) return;
-        l = label{d, parent};
+        l.dist = d;
+        l.parent = parent;
         const std::uint64_t b = bucket_of(d);
         if (b >= buckets.size()) buckets.resize(b + 1);
         buckets[b].push_back(local);
@@ -154,6 +158,7 @@ struct sssp_kernel::state {
             const float du = labels[u].dist;
             if (bucket_of(du) != b || done_in_round.test_and_set(u)) continue;
             if (!in_settled.test_and_set(u)) settled.push_back(u);
+            if (!(du + labels[u].lightest < bucket_end(b))) continue;
             // Inner short edges only (d(u) + w stays in this bucket); the outer ones are
             // relaxed once with u's final distance in the heavy round.
             relax_edges(u, du, 0, split(u, bucket_end(b) - du));
@@ -212,7 +217,17 @@ struct sssp_kernel::state {
 
     void run(std::uint32_t root, search_result& result) {
         out = &result;
-        labels.assign(g.local_n, label{std::numeric_limits<float>::infinity(), no_parent});
+        if (labels.size() != g.local_n) {
+            labels.resize(g.local_n);
+            for (std::uint32_t v = 0; v < g.local_n; ++v) {
+                labels[v].lightest = g.degree(v) > 0 ? g.adj[g.offsets[v]].w
+                                                     : std::numeric_limits<float>::infinity();
+            }
+        }
+        for (label& l : labels) {
+            l.dist = std::numeric_limits<float>::infinity();
+            l.parent = no_parent;
+        }
         result.messages = 0;
         result.bottom_up_levels = 0;
         for (auto& b : buckets) b.clear();
