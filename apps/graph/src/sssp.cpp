@@ -5,10 +5,20 @@
 #include <graph/graph.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace am::graph {
 namespace {
+
+std::string number(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
+}
 
 struct settled_word {
     std::uint64_t bits;
@@ -22,6 +32,7 @@ struct relax {
 };
 
 constexpr std::uint64_t no_bucket = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint64_t no_label_bucket = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint32_t no_parent = std::numeric_limits<std::uint32_t>::max();
 
 /// A vertex's tentative distance and parent side by side (one cache miss per relaxation),
@@ -31,6 +42,7 @@ struct label {
     float dist;
     std::uint32_t parent;
     float lightest;
+    std::uint32_t bucket;  // the bucket it was last put in (stale entries elsewhere are skipped)
 };
 
 /// How many adjacency entries ahead the relaxation loops prefetch the target's label.
@@ -46,6 +58,7 @@ struct sssp_kernel::state {
     reductions red;
     search_result* out = nullptr;
     std::vector<label> labels;
+    std::uint64_t floor_bucket = 0;  // improvements go to this bucket or a later one
     std::vector<std::vector<std::uint32_t>> buckets;
     std::vector<std::uint32_t> settled;  // vertices removed from the current bucket
     bitmap in_settled;
@@ -75,6 +88,12 @@ struct sssp_kernel::state {
               c, [this](const settled_word& w) { final_global.words()[w.index] = w.bits; },
               "sssp.settled") {}
 
+    [[noreturn]] void bucket_overflow(float d) const {
+        throw std::invalid_argument("sssp_kernel: rank " + std::to_string(g.rank) + ": distance " +
+                                    number(d) + " / delta " + number(opt.delta) +
+                                    " exceeds 2^32 buckets; use a larger delta");
+    }
+
     [[nodiscard]] std::uint64_t bucket_of(float d) const noexcept {
         return static_cast<std::uint64_t>(d * inv_delta);
     }
@@ -84,7 +103,12 @@ struct sssp_kernel::state {
         if (!(d < l.dist)) return;
         l.dist = d;
         l.parent = parent;
-        const std::uint64_t b = bucket_of(d);
+        // Never below the bucket being processed: rounding in d·(1/Δ) may put a distance
+        // reached by a heavy edge back into the bucket whose heavy round is running.
+        const std::uint64_t b = std::max(bucket_of(d), floor_bucket);
+        if (b >= no_label_bucket) [[unlikely]]
+            bucket_overflow(d);
+        l.bucket = static_cast<std::uint32_t>(b);
         if (b >= buckets.size()) buckets.resize(b + 1);
         buckets[b].push_back(local);
     }
@@ -149,6 +173,7 @@ struct sssp_kernel::state {
 
     /// One round of light-edge relaxations from the vertices now in bucket `b`.
     void light_round(std::uint64_t b) {
+        floor_bucket = b;
         std::vector<std::uint32_t> round;
         round.swap(buckets[b]);
         epoch ep(ctx, {.depth = 0});
@@ -156,12 +181,14 @@ struct sssp_kernel::state {
             prefetch_vertex(round, i);
             const std::uint32_t u = round[i];
             const float du = labels[u].dist;
-            if (bucket_of(du) != b || done_in_round.test_and_set(u)) continue;
+            if (labels[u].bucket != b || done_in_round.test_and_set(u)) continue;
             if (!in_settled.test_and_set(u)) settled.push_back(u);
-            if (!(du + labels[u].lightest < bucket_end(b))) continue;
-            // Inner short edges only (d(u) + w stays in this bucket); the outer ones are
-            // relaxed once with u's final distance in the heavy round.
-            relax_edges(u, du, 0, split(u, bucket_end(b) - du));
+            // Inner short edges only (w < end of the bucket − d(u)); the outer ones are
+            // relaxed once with u's final distance in the heavy round, which splits the list
+            // with the same comparison.
+            const float limit = bucket_end(b) - du;
+            if (!(labels[u].lightest < limit)) continue;
+            relax_edges(u, du, 0, split(u, limit));
         }
         relaxes.flush();
         ep.end();
@@ -193,6 +220,7 @@ struct sssp_kernel::state {
     /// Relaxes the outer short and heavy edges of the bucket's vertices, whose distances are
     /// final now.
     void heavy_round(std::uint64_t b) {
+        floor_bucket = b + 1;
         epoch ep(ctx, {.depth = 0});
         publish_final();
         for (std::size_t i = 0; i < settled.size(); ++i) {
@@ -232,6 +260,7 @@ struct sssp_kernel::state {
         result.bottom_up_levels = 0;
         for (auto& b : buckets) b.clear();
         final_global.clear();
+        floor_bucket = 0;
         if (g.owns(root)) improve(root - g.first, 0.0f, root);
         int rounds = 0;
         for (std::uint64_t b = red.min(next_bucket(0)); b != no_bucket;
@@ -258,8 +287,13 @@ struct sssp_kernel::state {
     }
 };
 
-sssp_kernel::sssp_kernel(context& ctx, const csr_graph& g, kernel_options opt)
-    : _s(std::make_unique<state>(ctx, g, opt)) {}
+sssp_kernel::sssp_kernel(context& ctx, const csr_graph& g, kernel_options opt) {
+    if (!(opt.delta >= 1e-6f) || !std::isfinite(opt.delta)) {
+        throw std::invalid_argument("sssp_kernel: rank " + std::to_string(ctx.rank()) + ": delta " +
+                                    number(opt.delta) + " outside [1e-6, inf)");
+    }
+    _s = std::make_unique<state>(ctx, g, opt);
+}
 sssp_kernel::~sssp_kernel() = default;
 void sssp_kernel::run(std::uint32_t root, search_result& out) {
     _s->run(root, out);
