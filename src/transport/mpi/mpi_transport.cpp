@@ -704,32 +704,59 @@ void mpi_transport::abort_job(int status) {
 
 }  // namespace
 
-int launch_on(MPI_Comm user, const config& cfg, const rank_body& body) {
-    ensure_initialized(cfg.progress_thread || cfg.thread_multiple);
-    MPI_Comm comm = MPI_COMM_NULL, data = MPI_COMM_NULL;
-    check(MPI_Comm_dup(user, &comm), "MPI_Comm_dup");
-    check(MPI_Comm_dup(user, &data), "MPI_Comm_dup");
-    MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
-    MPI_Comm_set_errhandler(data, MPI_ERRORS_ARE_FATAL);
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    int status = 1;
-    {
-        node nd;
-        make_node(comm, cfg, rank, size, nd);
-        mpi_transport tp(comm, data, rank, size, nd, cfg.progress_thread || cfg.thread_multiple);
-        status = body(tp);
-        if (status != 0 || tp.job_failed()) tp.abort_job(status);
-        tp.finish();
+// --------------------------------------------------------------------------------- the job
+
+struct job::state {
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Comm data = MPI_COMM_NULL;
+    node nd;  // outlives the transport, which works in its region
+    std::unique_ptr<mpi_transport> tp;
+
+    state() = default;
+    state(const state&) = delete;
+    state& operator=(const state&) = delete;
+    ~state() {
+        tp.reset();
+        if (data != MPI_COMM_NULL) MPI_Comm_free(&data);
+        if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
     }
-    MPI_Comm_free(&data);
-    MPI_Comm_free(&comm);
+};
+
+job::job(MPI_Comm user, const config& cfg) : _s(std::make_unique<state>()) {
+    const bool locking = cfg.progress_thread || cfg.thread_multiple;
+    ensure_initialized(locking);
+    check(MPI_Comm_dup(user, &_s->comm), "MPI_Comm_dup");
+    check(MPI_Comm_dup(user, &_s->data), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(_s->comm, MPI_ERRORS_ARE_FATAL);
+    MPI_Comm_set_errhandler(_s->data, MPI_ERRORS_ARE_FATAL);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(_s->comm, &rank);
+    MPI_Comm_size(_s->comm, &size);
+    make_node(_s->comm, cfg, rank, size, _s->nd);
+    _s->tp = std::make_unique<mpi_transport>(_s->comm, _s->data, rank, size, _s->nd, locking);
+}
+
+job::~job() = default;
+
+transport& job::tp() noexcept {
+    return *_s->tp;
+}
+
+void job::finish(int status) {
+    if (!_s) return;
+    if (status != 0 || _s->tp->job_failed()) _s->tp->abort_job(status);
+    _s->tp->finish();
+    _s.reset();  // the transport, the node's memory, then the communicators
+}
+
+int launch_on(MPI_Comm user, const config& cfg, const rank_body& body) {
+    job j(user, cfg);
+    const int status = body(j.tp());
+    j.finish(status);
     return status;
 }
 
 int launch(const config& cfg, const rank_body& body) {
-    ensure_initialized(cfg.progress_thread || cfg.thread_multiple);
     return launch_on(MPI_COMM_WORLD, cfg, body);
 }
 
