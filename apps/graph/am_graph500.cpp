@@ -87,6 +87,7 @@ options parse(int argc, char** argv, am::config& cfg) {
             char* end = nullptr;
             const long long x = std::strtoll(v.c_str(), &end, 0);
             if (end == v.c_str() || *end != '\0') usage((a + ": not a number: " + v).c_str());
+            if (x < -(1LL << 31) || x >= (1LL << 31)) usage((a + ": out of range: " + v).c_str());
             return x;
         };
         if (a == "--scale")

@@ -132,7 +132,13 @@ std::vector<std::uint32_t> choose_roots(context& ctx, const csr_graph& g, int co
     std::vector<std::uint32_t> roots;
     const std::uint64_t n = vertex_count(g.spec);
     const std::uint64_t tries = std::max<std::uint64_t>(64 * n, 1 << 20);
-    for (std::uint64_t k = 0; k < tries && roots.size() < static_cast<std::size_t>(count); ++k) {
+    // Each candidate costs a collective: when fewer vertices than `count` have an edge, stop
+    // once all of them are found instead of drawing all `tries` candidates.
+    std::uint64_t with_edges = 0;
+    for (std::uint32_t v = 0; v < g.local_n; ++v) with_edges += g.degree(v) > 0 ? 1 : 0;
+    const std::uint64_t wanted = std::min<std::uint64_t>(
+        static_cast<std::uint64_t>(std::max(count, 0)), red.sum(with_edges));
+    for (std::uint64_t k = 0; k < tries && roots.size() < wanted; ++k) {
         const std::uint32_t c = root_candidate(g.spec, k);
         if (std::find(roots.begin(), roots.end(), c) != roots.end()) continue;
         const std::uint64_t mine = g.owns(c) && g.degree(c - g.first) > 0 ? 1 : 0;

@@ -104,6 +104,11 @@ inline void check_spec(const graph_spec& s) {
         throw std::invalid_argument("graph: edgefactor " + std::to_string(s.edgefactor) +
                                     " outside 1..1024");
     }
+    if (edge_count(s) > (std::uint64_t{1} << 40)) {
+        throw std::invalid_argument("graph: edgefactor " + std::to_string(s.edgefactor) +
+                                    " at scale " + std::to_string(s.scale) +
+                                    " gives more than 2^40 edges");
+    }
 }
 
 /// The label scrambling: a bijection of [0, 2^scale) (multiplications by odd constants,

@@ -81,7 +81,8 @@ struct csr_graph {
 csr_graph build_csr(context& ctx, const graph_spec& spec);
 
 /// Roots as Graph500 chooses search keys: the first `count` distinct candidates of the
-/// spec's root stream whose vertex has an edge. Collective; the same list on every rank.
+/// spec's root stream whose vertex has an edge (all such vertices when fewer have one).
+/// Collective; the same list on every rank.
 std::vector<std::uint32_t> choose_roots(context& ctx, const csr_graph& g, int count);
 
 /// Sum and minimum over ranks of one 64-bit value each (collective; an epoch each).

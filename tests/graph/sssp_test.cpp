@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+// sssp_kernel (Δ-stepping) against a sequential Dijkstra computed in float with the same
+// additions fl(d(u) + w): with non-negative weights the least fixed point of
+// d(v) = min fl(d(u) + w) is unique, so the distances must be equal exactly. Every reached
+// vertex's predecessor is a neighbour with d(v) = fl(d(pred) + w) for one of their edges, the
+// predecessors form a tree, unreached vertices have +inf and no predecessor, and `edges` is
+// the component's edge count — for Δ in {0.01, 0.1, 0.5, 1, 10}, Kronecker and ER graphs,
+// several roots (also an isolated one).
+#include "graph_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+namespace {
+
+using namespace graph_test;
+using am::graph::kernel_options;
+using am_test::spmd_test;
+
+class graph_sssp : public spmd_test {};
+
+std::string show(float x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g (%a)", static_cast<double>(x), static_cast<double>(x));
+    return buf;
+}
+
+/// Checks an SSSP from `root` on this rank's vertices (collective: gathers the result).
+void check_sssp(am::context& ctx, const csr_graph& g, const reference& ref, std::uint32_t root,
+                const search_result& r, const std::string& what) {
+    const global_result all = gather(ctx, g, r);
+    const std::vector<float> dist = dijkstra(ref, root);
+    const std::vector<std::int32_t> depth = depths_from_pred(all.pred);
+    ASSERT_EQ(r.pred.size(), g.local_n) << what;
+    ASSERT_EQ(r.dist.size(), g.local_n) << what;
+    ASSERT_EQ(all.dist.size(), ref.n) << what;
+    mismatches distances(what + ": distances");
+    mismatches parents(what + ": predecessors");
+    std::vector<std::int32_t> reached(ref.n, -1);
+    for (std::uint32_t v = 0; v < ref.n; ++v) reached[v] = dist[v] < inf ? 0 : -1;
+    for (std::uint32_t local = 0; local < g.local_n; ++local) {
+        const std::uint32_t v = g.first + local;
+        const std::int64_t p = r.pred[local];
+        distances.check(r.dist[local] == dist[v], [&] {
+            return "vertex " + std::to_string(v) + ": " + show(r.dist[local]) + ", Dijkstra " +
+                   show(dist[v]) + ", pred " + std::to_string(p);
+        });
+        if (v == root) {
+            EXPECT_EQ(p, root) << what;
+            continue;
+        }
+        if (dist[v] == inf) {
+            parents.check(p == -1, [&] {
+                return "unreachable vertex " + std::to_string(v) + " has pred " + std::to_string(p);
+            });
+            continue;
+        }
+        bool tight = false;
+        if (p >= 0 && p < ref.n) {
+            for (const adjacency& a : ref.neighbours(v)) {
+                if (a.target == p && all.dist[static_cast<std::size_t>(p)] + a.w == r.dist[local]) {
+                    tight = true;
+                }
+            }
+        }
+        parents.check(tight && depth[v] > 0, [&] {
+            return "vertex " + std::to_string(v) + " at " + show(r.dist[local]) + ": pred " +
+                   std::to_string(p) + " is not a neighbour with d(v) = d(pred) + w on a path " +
+                   "to the root (tree depth " + std::to_string(depth[v]) + ")";
+        });
+    }
+    EXPECT_EQ(r.edges, component_edges(ref, reached)) << what;
+}
+
+void check_deltas(am::context& ctx, const graph_spec& spec, int root_count,
+                  const std::vector<float>& deltas) {
+    const reference ref = make_reference(spec);
+    const csr_graph g = am::graph::build_csr(ctx, spec);
+    std::vector<std::uint32_t> roots = am::graph::choose_roots(ctx, g, root_count);
+    ASSERT_EQ(roots.size(), static_cast<std::size_t>(root_count));
+    for (std::uint32_t v = 0; v < ref.n; ++v) {
+        if (ref.degree(v) == 0) {
+            roots.push_back(v);  // an isolated root: reaches itself only
+            break;
+        }
+    }
+    for (const float delta : deltas) {
+        am::graph::sssp_kernel sssp(ctx, g, kernel_options{.delta = delta});
+        for (const std::uint32_t root : roots) {
+            const std::string what = describe(spec) + ", delta " + std::to_string(delta) +
+                                     ", root " + std::to_string(root) + ", " +
+                                     std::to_string(ctx.size()) + " ranks";
+            search_result r;
+            r.pred.assign(5, 7);  // a reused result: the kernel must reset it
+            sssp.run(root, r);
+            check_sssp(ctx, g, ref, root, r, what);
+        }
+    }
+}
+
+const std::vector<float> all_deltas = {0.01f, 0.1f, 0.5f, 1.0f, 10.0f};
+
+TEST_P(graph_sssp, kronecker) {
+    ASSERT_EQ(run([](am::context& ctx) { check_deltas(ctx, kronecker(9, 8), 2, all_deltas); }), 0);
+}
+
+TEST_P(graph_sssp, erdos_renyi) {
+    ASSERT_EQ(run([](am::context& ctx) { check_deltas(ctx, erdos_renyi(8, 8), 2, all_deltas); }),
+              0);
+}
+
+// Fewer than 64 vertices per rank (trailing ranks own nothing), sparse graphs with long paths.
+TEST_P(graph_sssp, small_graphs) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  check_deltas(ctx, erdos_renyi(7, 1), 2, {0.05f, 0.3f});
+                  check_deltas(ctx, kronecker(6, 4, 3), 1, {0.1f});
+              }),
+              0);
+}
+
+// Hand-made paths root – a – b – c whose edge a–b is heavy for a's bucket (w ≥ end of the
+// bucket − d(a), so it is relaxed once, after the bucket's light rounds) while fl(d(a) + w), the
+// distance of b, still falls into that same bucket by the kernel's bucket_of(): at Δ = 0.01,
+// 5·Δ rounds to 0x1.999998p-5 and 0x1.999998p-5 · 100 rounds to 4.99999952, bucket 4; at Δ = 0.1
+// fl(0.1 − d(a)) rounds down. b must still get its distance and pass it on to c (Dijkstra:
+// d(c) = fl(d(b) + 0.5)). The vertices lie on different ranks where there are several.
+TEST_P(graph_sssp, heavy_edge_into_current_bucket) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  struct path_case {
+                      float delta, w_root_a, w_a_b;
+                  };
+                  for (const path_case& c : {path_case{0.01f, 0x1.901018p-5f, 0x1.313p-10f},
+                                             path_case{0.1f, 0x1.11c032p-5f, 0x1.10b98p-4f}}) {
+                      const graph_spec spec = kronecker(8, 1);
+                      const std::vector<am::graph::edge> edges = {
+                          {0, 70, c.w_root_a}, {70, 140, c.w_a_b}, {140, 200, 0.5f}, {5, 6, 0.25f}};
+                      const reference ref = make_reference(
+                          spec, edges.size(), [&](std::uint64_t i) { return edges[i]; });
+                      const csr_graph g = csr_from_edges(ctx, spec, edges);
+                      am::graph::sssp_kernel sssp(ctx, g, kernel_options{.delta = c.delta});
+                      search_result r;
+                      sssp.run(0, r);
+                      check_sssp(ctx, g, ref, 0, r,
+                                 "hand-made path, delta " + std::to_string(c.delta) + ", " +
+                                     std::to_string(ctx.size()) + " ranks");
+                  }
+              }),
+              0);
+}
+
+AM_INSTANTIATE(graph_sssp, graph_params());
+
+}  // namespace
