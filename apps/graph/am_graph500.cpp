@@ -74,68 +74,106 @@ std::vector<kernel_kind> parse_kernels(const std::string& list) {
     return out;
 }
 
+/// Reads option values from argv, exiting with the usage text on a bad one.
+class arg_reader {
+  public:
+    arg_reader(int argc, char** argv) : _argc(argc), _argv(argv) {}
+    [[nodiscard]] bool next() { return ++_i < _argc; }
+    [[nodiscard]] std::string option() const { return _argv[_i]; }
+    std::string text() {
+        if (_i + 1 >= _argc) usage((option() + " needs a value").c_str());
+        return _argv[++_i];
+    }
+    int integer() {
+        const std::string o = option(), v = text();
+        char* end = nullptr;
+        const long long x = std::strtoll(v.c_str(), &end, 0);
+        check_end(o, v, end);
+        if (x < -(1LL << 31) || x >= (1LL << 31)) usage((o + ": out of range: " + v).c_str());
+        return static_cast<int>(x);
+    }
+    std::uint64_t unsigned64() {
+        const std::string o = option(), v = text();
+        char* end = nullptr;
+        const unsigned long long x = std::strtoull(v.c_str(), &end, 0);
+        check_end(o, v, end);
+        if (v.find('-') != std::string::npos) usage((o + ": negative: " + v).c_str());
+        return x;
+    }
+    float real() {
+        const std::string o = option(), v = text();
+        char* end = nullptr;
+        const float x = std::strtof(v.c_str(), &end);
+        check_end(o, v, end);
+        return x;
+    }
+
+  private:
+    static void check_end(const std::string& o, const std::string& v, const char* end) {
+        if (end == v.c_str() || *end != '\0') usage((o + ": not a number: " + v).c_str());
+    }
+    int _argc;
+    char** _argv;
+    int _i = 0;
+};
+
+graph_kind parse_graph(const std::string& g) {
+    if (g == "kronecker") return graph_kind::kronecker;
+    if (g == "er") return graph_kind::erdos_renyi;
+    usage(("unknown graph '" + g + "'").c_str());
+}
+
+am::transport_kind parse_transport(const std::string& t) {
+    if (t == "threads") return am::transport_kind::threads;
+    if (t == "shm") return am::transport_kind::shm;
+    if (t == "mpi") return am::transport_kind::mpi;
+    usage(("unknown transport '" + t + "'").c_str());
+}
+
+/// Applies one option; false if `a` is not an option of ours.
+bool apply(const std::string& a, arg_reader& in, options& o, am::config& cfg) {
+    if (a == "--scale")
+        o.spec.scale = in.integer();
+    else if (a == "--edgefactor")
+        o.spec.edgefactor = in.integer();
+    else if (a == "--seed")
+        o.spec.seed = in.unsigned64();
+    else if (a == "--roots")
+        o.roots = in.integer();
+    else if (a == "--kernel")
+        o.kernels = parse_kernels(in.text());
+    else if (a == "--delta")
+        o.kopt.delta = in.real();
+    else if (a == "--no-direction-opt")
+        o.kopt.direction_optimizing = false;
+    else if (a == "--validate")
+        o.validate = true;
+    else if (a == "--json")
+        o.json = true;
+    else if (a == "--quiet")
+        o.quiet = true;
+    else if (a == "--ranks")
+        cfg.ranks = in.integer();
+    else if (a == "--graph")
+        o.spec.kind = parse_graph(in.text());
+    else if (a == "--transport")
+        cfg.transport = parse_transport(in.text());
+    else
+        return false;
+    return true;
+}
+
 options parse(int argc, char** argv, am::config& cfg) {
     options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) usage((a + " needs a value").c_str());
-            return argv[++i];
-        };
-        auto number = [&]() -> long long {
-            const std::string v = value();
-            char* end = nullptr;
-            const long long x = std::strtoll(v.c_str(), &end, 0);
-            if (end == v.c_str() || *end != '\0') usage((a + ": not a number: " + v).c_str());
-            if (x < -(1LL << 31) || x >= (1LL << 31)) usage((a + ": out of range: " + v).c_str());
-            return x;
-        };
-        if (a == "--scale")
-            o.spec.scale = static_cast<int>(number());
-        else if (a == "--edgefactor")
-            o.spec.edgefactor = static_cast<int>(number());
-        else if (a == "--seed")
-            o.spec.seed = static_cast<std::uint64_t>(number());
-        else if (a == "--roots")
-            o.roots = static_cast<int>(number());
-        else if (a == "--kernel")
-            o.kernels = parse_kernels(value());
-        else if (a == "--delta")
-            o.kopt.delta = std::strtof(value().c_str(), nullptr);
-        else if (a == "--no-direction-opt")
-            o.kopt.direction_optimizing = false;
-        else if (a == "--validate")
-            o.validate = true;
-        else if (a == "--json")
-            o.json = true;
-        else if (a == "--quiet")
-            o.quiet = true;
-        else if (a == "--ranks")
-            cfg.ranks = static_cast<int>(number());
-        else if (a == "--graph") {
-            const std::string g = value();
-            if (g == "kronecker")
-                o.spec.kind = graph_kind::kronecker;
-            else if (g == "er")
-                o.spec.kind = graph_kind::erdos_renyi;
-            else
-                usage(("unknown graph '" + g + "'").c_str());
-        } else if (a == "--transport") {
-            const std::string t = value();
-            if (t == "threads")
-                cfg.transport = am::transport_kind::threads;
-            else if (t == "shm")
-                cfg.transport = am::transport_kind::shm;
-            else if (t == "mpi")
-                cfg.transport = am::transport_kind::mpi;
-            else
-                usage(("unknown transport '" + t + "'").c_str());
-        } else {
-            usage(("unknown option '" + a + "'").c_str());
-        }
+    arg_reader in(argc, argv);
+    while (in.next()) {
+        const std::string a = in.option();
+        if (!apply(a, in, o, cfg)) usage(("unknown option '" + a + "'").c_str());
     }
     if (o.roots < 1) usage("--roots must be at least 1");
-    if (!(o.kopt.delta > 0)) usage("--delta must be positive");
+    if (!(o.kopt.delta >= 1e-6f) || !std::isfinite(o.kopt.delta)) {
+        usage("--delta must be at least 1e-6 and finite");
+    }
     try {
         check_spec(o.spec);
     } catch (const std::invalid_argument& e) {
@@ -216,57 +254,67 @@ struct graph_info {
     std::uint64_t csr_bytes_max = 0;  // the largest rank share
 };
 
-template <class Kernel>
-int run_kernel(am::context& ctx, const options& o, const am::config& cfg,
-               const std::vector<std::uint32_t>& roots, kernel_kind kind, Kernel& kernel,
-               validator& check, const graph_info& info) {
-    const bool root_rank = ctx.rank() == 0;
-    const char* name = kernel_name(kind);
-    search_result r;
-    kernel.run(roots.front(), r);  // untimed warm-up
+/// What the timed searches of one kernel measured.
+struct figures {
     std::vector<double> times, edges, teps;
-    int failed = 0;
+    int failed = 0;              // searches that failed validation (every rank knows)
+    std::uint64_t peak_rss = 0;  // the largest over ranks
+};
+
+/// Validates one search; prints the first error of this rank.
+bool valid(validator& check, kernel_kind kind, std::uint32_t root, const search_result& r) {
+    const validation v = check.run(kind, root, r);
+    if (!v.ok() && !v.first_error.empty()) {
+        std::fprintf(stderr, "am-graph500: %s from root %u failed validation: %s\n",
+                     kernel_name(kind), root, v.first_error.c_str());
+    }
+    return v.ok();
+}
+
+/// One untimed warm-up, then a timed search (and its validation) per root.
+template <class Kernel>
+figures measure(am::context& ctx, const options& o, const std::vector<std::uint32_t>& roots,
+                kernel_kind kind, Kernel& kernel, validator& check) {
+    figures f;
+    search_result r;
+    kernel.run(roots.front(), r);
     for (const std::uint32_t root : roots) {
         ctx.barrier();
         const double t0 = now();
         kernel.run(root, r);
         const double t = now() - t0;
-        times.push_back(t);
-        edges.push_back(static_cast<double>(r.edges));
-        teps.push_back(static_cast<double>(r.edges) / t);
-        if (o.validate) {
-            const validation v = check.run(kind, root, r);
-            if (!v.ok()) {
-                ++failed;
-                if (!v.first_error.empty()) {
-                    std::fprintf(stderr, "am-graph500: %s from root %u failed validation: %s\n",
-                                 name, root, v.first_error.c_str());
-                }
-            }
-        }
-        if (!o.quiet && root_rank) {
-            std::fprintf(stderr, "%s root %u: %.6f s, %llu edges, %d levels (%d bottom-up)\n", name,
-                         root, t, static_cast<unsigned long long>(r.edges), r.levels,
-                         r.bottom_up_levels);
+        f.times.push_back(t);
+        f.edges.push_back(static_cast<double>(r.edges));
+        f.teps.push_back(static_cast<double>(r.edges) / t);
+        if (o.validate && !valid(check, kind, root, r)) ++f.failed;
+        if (!o.quiet && ctx.rank() == 0) {
+            std::fprintf(stderr, "%s root %u: %.6f s, %llu edges, %d levels (%d bottom-up)\n",
+                         kernel_name(kind), root, t, static_cast<unsigned long long>(r.edges),
+                         r.levels, r.bottom_up_levels);
         }
     }
-    const std::uint64_t rss = peak_rss();
-    if (!root_rank) return failed;
+    reductions red(ctx);
+    f.peak_rss = ~red.min(~peak_rss());
+    return f;
+}
+
+/// The Graph500 statistics block and, with --json, the bench line (rank 0).
+void report(const options& o, const am::config& cfg, int ranks, kernel_kind kind, const figures& f,
+            const graph_info& info) {
+    const char* name = kernel_name(kind);
     double hmean = 0, hsd = 0;
-    harmonic(teps, hmean, hsd);
-    std::printf("%s NBFS: %zu\n", name, roots.size());
-    print_summary(name, "time", summarize(times));
-    print_summary(name, "nedge", summarize(edges));
-    const summary ts = summarize(teps);
+    harmonic(f.teps, hmean, hsd);
+    std::printf("%s NBFS: %zu\n", name, f.times.size());
+    print_summary(name, "time", summarize(f.times));
+    print_summary(name, "nedge", summarize(f.edges));
+    const summary ts = summarize(f.teps);
     print_summary(name, "TEPS", ts);
     std::printf("%s harmonic_mean_TEPS: %.6g\n%s harmonic_stddev_TEPS: %.6g\n", name, hmean, name,
                 hsd);
-    std::printf("%s validation: %s\n", name,
-                !o.validate   ? "not run"
-                : failed == 0 ? "passed"
-                              : "FAILED");
-    std::printf("%s peak_rss_bytes (rank 0 process): %llu\n", name,
-                static_cast<unsigned long long>(rss));
+    const char* verdict = !o.validate ? "not run" : f.failed == 0 ? "passed" : "FAILED";
+    std::printf("%s validation: %s\n", name, verdict);
+    std::printf("%s peak_rss_bytes (largest rank process): %llu\n", name,
+                static_cast<unsigned long long>(f.peak_rss));
     if (o.json) {
         std::printf(
             "{\"bench\":\"graph500\",\"system\":\"am\",\"transport\":\"%s\",\"ranks\":%d,"
@@ -274,15 +322,23 @@ int run_kernel(am::context& ctx, const options& o, const am::config& cfg,
             "\"max\":%.6g,\"reps\":%zu,\"scale\":%d,\"edgefactor\":%d,\"graph\":\"%s\","
             "\"harmonic_mean\":%.6g,\"validated\":%s,\"csr_bytes_per_rank\":%llu,"
             "\"peak_rss_bytes\":%llu,\"generation_s\":%.4f}\n",
-            transport_name(cfg.transport), ctx.size(), name, ts.median, ts.min, ts.max,
-            roots.size(), o.spec.scale, o.spec.edgefactor,
+            transport_name(cfg.transport), ranks, name, ts.median, ts.min, ts.max, f.times.size(),
+            o.spec.scale, o.spec.edgefactor,
             o.spec.kind == graph_kind::kronecker ? "kronecker" : "er", hmean,
-            o.validate && failed == 0 ? "true" : "false",
+            o.validate && f.failed == 0 ? "true" : "false",
             static_cast<unsigned long long>(info.csr_bytes_max),
-            static_cast<unsigned long long>(rss), info.generation);
+            static_cast<unsigned long long>(f.peak_rss), info.generation);
     }
     std::fflush(stdout);
-    return failed;
+}
+
+template <class Kernel>
+int run_kernel(am::context& ctx, const options& o, const am::config& cfg,
+               const std::vector<std::uint32_t>& roots, kernel_kind kind, Kernel& kernel,
+               validator& check, const graph_info& info) {
+    const figures f = measure(ctx, o, roots, kind, kernel, check);
+    if (ctx.rank() == 0) report(o, cfg, ctx.size(), kind, f, info);
+    return f.failed;
 }
 
 int rank_main(am::context& ctx, const options& o, const am::config& cfg) {

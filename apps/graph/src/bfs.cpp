@@ -7,20 +7,6 @@
 #include <algorithm>
 
 namespace am::graph {
-namespace {
-
-struct visit {
-    std::uint32_t vertex;
-    std::uint32_t parent;
-};
-
-struct frontier_word {
-    std::uint64_t bits;
-    std::uint64_t index;
-};
-
-}  // namespace
-
 struct bfs_kernel::state {
     context& ctx;
     const csr_graph& g;
@@ -34,7 +20,7 @@ struct bfs_kernel::state {
     std::uint64_t reached_degrees = 0;     // Σ degree over reached vertices
     message_type<visit> visit_msg;
     coalesced<visit> visits;
-    message_type<frontier_word> word_msg;
+    word_broadcast frontier_words;
 
     state(context& c, const csr_graph& graph, kernel_options o)
         : ctx(c),
@@ -46,9 +32,7 @@ struct bfs_kernel::state {
           visit_msg(
               c, [this](const visit& v) { reach(v.vertex - g.first, v.parent); }, "bfs.visit"),
           visits(visit_msg),
-          word_msg(
-              c, [this](const frontier_word& w) { front.words()[w.index] = w.bits; },
-              "bfs.frontier") {}
+          frontier_words(c, front, "bfs.frontier") {}
 
     void reach(std::uint32_t local, std::uint32_t parent) {
         if (visited.test_and_set(local)) return;
@@ -85,11 +69,7 @@ struct bfs_kernel::state {
         const std::uint64_t words = (std::uint64_t{g.local_n} + 63) / 64;
         epoch ep(ctx, {.depth = 0});
         for (std::uint64_t i = base; i < base + words; ++i) {
-            const std::uint64_t bits = front.words()[i];
-            if (bits == 0) continue;
-            for (int r = 0; r < ctx.size(); ++r) {
-                if (r != g.rank) word_msg.send(frontier_word{bits, i}, r);
-            }
+            if (front.words()[i] != 0) frontier_words.send(i);
         }
         ep.end();
         out->messages += ep.stats().messages_sent;

@@ -2,7 +2,10 @@
 // A plain bitmap over 64-bit words (apps/graph internal).
 #pragma once
 
+#include <am/typed.hpp>
+
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 namespace am::graph {
@@ -31,6 +34,42 @@ class bitmap {
 
   private:
     std::vector<std::uint64_t> _w;
+};
+
+/// A (vertex, parent) message: BFS and exploration visits.
+struct visit {
+    std::uint32_t vertex;
+    std::uint32_t parent;
+};
+
+/// Copies words of a global bitmap that this rank owns to every other rank (BFS frontiers,
+/// SSSP final vertices). Words are owned by one rank each (the partition's chunk is a
+/// multiple of 64), so a receiver simply overwrites the word. Creation is collective; `send`
+/// must be called inside an epoch, and the words have arrived everywhere when it ends.
+class word_broadcast {
+  public:
+    word_broadcast(context& ctx, bitmap& target, std::string_view name)
+        : _ctx(&ctx),
+          _target(&target),
+          _msg(
+              ctx, [this](const word& w) { _target->words()[w.index] = w.bits; }, name) {}
+
+    /// Sends word `index` of the target, as it is now, to every other rank.
+    void send(std::uint64_t index) {
+        const word w{_target->words()[index], index};
+        for (int r = 0; r < _ctx->size(); ++r) {
+            if (r != _ctx->rank()) _msg.send(w, r);
+        }
+    }
+
+  private:
+    struct word {
+        std::uint64_t bits;
+        std::uint64_t index;
+    };
+    context* _ctx;
+    bitmap* _target;
+    message_type<word> _msg;
 };
 
 }  // namespace am::graph

@@ -5,21 +5,13 @@
 #include <graph/graph.hpp>
 
 namespace am::graph {
-namespace {
-
-struct visit {
-    std::uint32_t vertex;
-    std::uint32_t parent;
-};
-
-}  // namespace
-
 struct explore_kernel::state {
     context& ctx;
     const csr_graph& g;
     reductions red;
     search_result* out = nullptr;
     bitmap visited;
+    bitmap sent;  // global: remote vertices this rank already sent a visit to
     std::vector<std::uint32_t> stack;
     std::uint64_t reached_degrees = 0;
     message_type<visit> visit_msg;
@@ -30,6 +22,7 @@ struct explore_kernel::state {
           g(graph),
           red(c),
           visited(graph.local_n),
+          sent(graph.part.n()),
           visit_msg(
               c, [this](const visit& v) { explore(v.vertex - g.first, v.parent); },
               "explore.visit"),
@@ -55,7 +48,9 @@ struct explore_kernel::state {
             for (const adjacency& a : g.neighbours(u)) {
                 const int dest = g.part.owner(a.target);
                 if (dest != g.rank) {
-                    visits.send(visit{a.target, from}, dest);
+                    // Visits are idempotent: one per remote vertex and search is enough, and
+                    // keeps what handlers send (and park when rings are full) bounded.
+                    if (!sent.test_and_set(a.target)) visits.send(visit{a.target, from}, dest);
                 } else if (!visited.test(a.target - g.first)) {
                     mark(a.target - g.first, from);
                 }
@@ -69,6 +64,7 @@ struct explore_kernel::state {
         result.dist.clear();
         result.bottom_up_levels = 0;
         visited.clear();
+        sent.clear();
         stack.clear();
         reached_degrees = 0;
         {

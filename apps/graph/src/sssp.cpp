@@ -20,11 +20,6 @@ std::string number(double x) {
     return buf;
 }
 
-struct settled_word {
-    std::uint64_t bits;
-    std::uint64_t index;
-};
-
 struct relax {
     std::uint32_t vertex;
     std::uint32_t parent;
@@ -68,7 +63,7 @@ struct sssp_kernel::state {
     std::vector<std::uint64_t> dirty_words;
     message_type<relax> relax_msg;
     coalesced<relax> relaxes;
-    message_type<settled_word> word_msg;
+    word_broadcast final_words;
 
     state(context& c, const csr_graph& graph, kernel_options o)
         : ctx(c),
@@ -81,12 +76,9 @@ struct sssp_kernel::state {
           final_global(graph.part.n()),
           word_dirty((std::uint64_t{graph.local_n} + 63) / 64, 0),
           relax_msg(
-              c, [this](const relax& r) { improve(r.vertex - g.first, r.dist, r.parent); },
-              "sssp.relax"),
+              c, [this](int, std::span<const relax> batch) { receive(batch); }, "sssp.relax"),
           relaxes(relax_msg),
-          word_msg(
-              c, [this](const settled_word& w) { final_global.words()[w.index] = w.bits; },
-              "sssp.settled") {}
+          final_words(c, final_global, "sssp.final") {}
 
     [[noreturn]] void bucket_overflow(float d) const {
         throw std::invalid_argument("sssp_kernel: rank " + std::to_string(g.rank) + ": distance " +
@@ -208,10 +200,7 @@ struct sssp_kernel::state {
             }
         }
         for (const std::uint64_t w : dirty_words) {
-            const settled_word msg{final_global.words()[w], w};
-            for (int r = 0; r < ctx.size(); ++r) {
-                if (r != g.rank) word_msg.send(msg, r);
-            }
+            final_words.send(w);
             word_dirty[w - (g.first >> 6)] = 0;
         }
         dirty_words.clear();

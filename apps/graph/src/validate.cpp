@@ -10,6 +10,9 @@ namespace am::graph {
 namespace {
 
 constexpr std::uint32_t unreached = std::numeric_limits<std::uint32_t>::max();
+constexpr std::int32_t unknown = -1;  // depth not computed yet
+constexpr std::int32_t broken = -2;   // no path to a root
+constexpr std::int32_t on_path = -3;  // on the walk in progress
 
 struct record {
     std::uint32_t vertex;
@@ -43,43 +46,51 @@ class checker {
                 fail("vertex " + std::to_string(_g.first + v) + " has predecessor " +
                      std::to_string(r.pred[v]) + " out of range");
             }
+            if (_kind == kernel_kind::sssp && (r.pred[v] < 0) != std::isinf(r.dist[v])) {
+                fail("vertex " + std::to_string(_g.first + v) + " has distance " +
+                     std::to_string(r.dist[v]) +
+                     (r.pred[v] < 0 ? " but no predecessor" : " and a predecessor"));
+            }
         }
     }
 
-    /// Depth of every reached vertex by following predecessors; a chain longer than n is a
-    /// cycle.
+    /// Depth of every reached vertex by following predecessors, each vertex walked once:
+    /// a walk stops at a known depth, at a vertex already found broken, or at a vertex on
+    /// its own path (a cycle); every vertex of a broken walk is marked broken.
     void compute_depths(global_view& gv) {
         const std::uint64_t n = gv.pred.size();
-        gv.depth.assign(n, -1);
+        gv.depth.assign(n, unknown);
         std::vector<std::uint32_t> path;
         for (std::uint64_t v = 0; v < n; ++v) {
-            if (gv.pred[v] == unreached || gv.depth[v] >= 0) continue;
+            if (gv.pred[v] == unreached || gv.depth[v] != unknown) continue;
             path.clear();
             std::uint64_t x = v;
-            bool broken = false;
-            while (gv.depth[x] < 0) {
-                path.push_back(static_cast<std::uint32_t>(x));
+            std::int32_t base = broken;
+            while (true) {
+                if (gv.depth[x] >= 0 || gv.depth[x] == broken) {
+                    base = gv.depth[x];
+                    break;
+                }
+                if (gv.depth[x] == on_path) break;  // a cycle
                 const std::uint32_t p = gv.pred[x];
                 if (p == x) {
                     gv.depth[x] = 0;
-                    path.pop_back();
+                    base = 0;
                     break;
                 }
-                if (p == unreached || p >= n || path.size() > n) {
-                    broken = true;
-                    break;
-                }
+                gv.depth[x] = on_path;
+                path.push_back(static_cast<std::uint32_t>(x));
+                if (p == unreached || p >= n) break;
                 x = p;
             }
-            if (broken) {
-                if (_g.owns(static_cast<std::uint32_t>(v))) {
-                    fail("predecessors of vertex " + std::to_string(v) +
+            std::int32_t d = base;
+            for (auto it = path.rbegin(); it != path.rend(); ++it) {
+                d = d == broken ? broken : d + 1;
+                gv.depth[*it] = d;
+                if (d == broken && _g.owns(*it)) {
+                    fail("predecessors of vertex " + std::to_string(*it) +
                          " do not lead to the root (cycle or unreached ancestor)");
                 }
-                continue;
-            }
-            for (auto it = path.rbegin(); it != path.rend(); ++it) {
-                gv.depth[*it] = gv.depth[gv.pred[*it]] + 1;
             }
         }
     }
@@ -104,7 +115,8 @@ class checker {
         bool found = false;
         for (const adjacency& a : _g.neighbours(local)) {
             if (a.target != p) continue;
-            if (_kind != kernel_kind::sssp || close(gv.dist[v], gv.dist[p] + a.w)) {
+            // Exactly the kernel's arithmetic: d(v) = fl(d(parent) + w).
+            if (_kind != kernel_kind::sssp || gv.dist[v] == gv.dist[p] + a.w) {
                 found = true;
                 break;
             }
@@ -130,7 +142,8 @@ class checker {
             if (!ru || _kind == kernel_kind::explore) continue;
             const float w = _kind == kernel_kind::sssp ? a.w : 1.0f;
             const float du = distance(gv, u), dt = distance(gv, a.target);
-            if (std::fabs(du - dt) > w * (1 + 1e-6f) + 1e-6f) {
+            // |d(u) − d(t)| ≤ w, exactly as the kernel relaxes: neither exceeds fl(other + w).
+            if (dt > du + w || du > dt + w) {
                 fail("edge " + std::to_string(u) + "-" + std::to_string(a.target) + ": distances " +
                      std::to_string(du) + " and " + std::to_string(dt) +
                      " differ by more than the weight " + std::to_string(w));
@@ -139,10 +152,6 @@ class checker {
     }
 
   private:
-    static bool close(float a, float b) {
-        return std::fabs(a - b) <= 1e-6f * std::max(1.0f, std::fabs(a));
-    }
-
     const csr_graph& _g;
     kernel_kind _kind;
     std::uint64_t _errors = 0;

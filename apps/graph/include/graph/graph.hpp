@@ -88,8 +88,11 @@ std::vector<std::uint32_t> choose_roots(context& ctx, const csr_graph& g, int co
 /// Sum and minimum over ranks of one 64-bit value each (collective; an epoch each).
 class reductions {
   public:
+    /// Collective (registers a message type).
     explicit reductions(context& ctx);
+    /// The sum of every rank's `v` (wrapping modulo 2^64); collective, one epoch.
     std::uint64_t sum(std::uint64_t v);
+    /// The smallest of every rank's `v`; collective, one epoch with P−1 messages per rank.
     std::uint64_t min(std::uint64_t v);
 
   private:
@@ -126,7 +129,8 @@ class bfs_kernel {
     ~bfs_kernel();
     bfs_kernel(const bfs_kernel&) = delete;
     bfs_kernel& operator=(const bfs_kernel&) = delete;
-    /// Searches from global vertex `root`; collective.
+    /// Searches from global vertex `root`; collective. Fills `out.pred` (local_n entries),
+    /// `edges`, `levels`, `bottom_up_levels` and `messages`.
     void run(std::uint32_t root, search_result& out);
 
   private:
@@ -138,10 +142,13 @@ class bfs_kernel {
 /// heavy edges; relaxations to other ranks go through a coalescing layer.
 class sssp_kernel {
   public:
+    /// Collective. Throws std::invalid_argument naming the rank for Δ < 1e-6 or not finite.
     sssp_kernel(context& ctx, const csr_graph& g, kernel_options opt = {});
     ~sssp_kernel();
     sssp_kernel(const sssp_kernel&) = delete;
     sssp_kernel& operator=(const sssp_kernel&) = delete;
+    /// Shortest paths from global vertex `root`; collective. Fills `out.pred` and `out.dist`
+    /// (local_n entries each), `edges`, `levels` (light and heavy rounds) and `messages`.
     void run(std::uint32_t root, search_result& out);
 
   private:
@@ -158,6 +165,8 @@ class explore_kernel {
     ~explore_kernel();
     explore_kernel(const explore_kernel&) = delete;
     explore_kernel& operator=(const explore_kernel&) = delete;
+    /// Explores the component of global vertex `root`; collective. Fills `out.pred`
+    /// (local_n entries, a spanning tree of the component), `edges` and `messages`.
     void run(std::uint32_t root, search_result& out);
 
   private:
@@ -188,6 +197,8 @@ class validator {
     ~validator();
     validator(const validator&) = delete;
     validator& operator=(const validator&) = delete;
+    /// Checks `r`, the result of a `kind` search from `root`; collective. The returned
+    /// error count is global (the same on every rank); `first_error` is this rank's.
     validation run(kernel_kind kind, std::uint32_t root, const search_result& r);
 
   private:
