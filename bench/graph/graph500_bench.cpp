@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// Graph500 on am beside the Parallel BGL, in one invocation: for each kernel (bfs, sssp) and
+/// each of --rounds rounds, runs `am-graph500` (2 shm ranks: AM_TRANSPORT=shm AM_RANKS=2)
+/// and then `mpirun -n 2 pbgl_baseline` on the same graph and roots, prints every JSON line
+/// both print, and at the end, per kernel, one line with the median over the rounds of each
+/// system's harmonic-mean TEPS and their ratio (system "am/pbgl", metric "teps_ratio":
+/// median = ratio of the medians, min = ratio of the minima, max = ratio of the maxima).
+/// Exit status 0, 1 when a run failed or was not validated, 3 when a system is missing.
+#include "graph500_format.hpp"
+
+#include <graph/generator.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#ifndef AM_GRAPH500_AM
+#define AM_GRAPH500_AM ""
+#endif
+#ifndef AM_GRAPH500_PBGL
+#define AM_GRAPH500_PBGL ""
+#endif
+#ifndef AM_BENCH_MPIEXEC
+#define AM_BENCH_MPIEXEC "mpirun"
+#endif
+
+namespace {
+
+namespace g500 = am::bench::graph500;
+
+struct options {
+    int scale = 18;
+    int edgefactor = 16;
+    int roots = 64;
+    int rounds = 3;
+    std::vector<std::string> kernels = {"bfs", "sssp"};
+    std::string delta = "0.1";
+    std::string graph = "kronecker";
+    std::string seed = std::to_string(am::graph::graph_spec{}.seed);
+    std::string am = AM_GRAPH500_AM;
+    std::string pbgl = AM_GRAPH500_PBGL;
+    std::string mpirun = AM_BENCH_MPIEXEC;
+    bool top_down = false;  // am's BFS without direction optimisation (PBGL's algorithm)
+};
+
+const char* const usage_text =
+    "usage: graph500_bench [options]\n"
+    "Graph500 BFS and SSSP on am (am-graph500, 2 shm ranks) beside the Parallel BGL\n"
+    "(mpirun -n 2 pbgl_baseline) on the same graph and roots, alternating runs. Prints every\n"
+    "JSON line of both, then per kernel the median harmonic-mean TEPS of each and am/pbgl.\n"
+    "  --scale S        2^S vertices (default 18)\n"
+    "  --edgefactor E   edges per vertex (default 16)\n"
+    "  --roots R        timed roots per kernel and run (default 64)\n"
+    "  --rounds K       (am run, PBGL run) pairs per kernel (default 3)\n"
+    "  --kernel K[,K]   bfs, sssp (default bfs,sssp)\n"
+    "  --delta D        SSSP delta-stepping bucket width (default 0.1)\n"
+    "  --graph G        kronecker (default) or er\n"
+    "  --seed X         generator seed (default that of graph_spec)\n"
+    "  --top-down       am's BFS top-down only (--no-direction-opt), as PBGL's BFS is\n"
+    "  --quick          smoke run: scale 10, 4 roots, 1 round (unless given)\n"
+    "  --json           accepted for uniformity: the output is always JSON lines\n"
+    "  --am PATH        am-graph500 (default: where the build puts it)\n"
+    "  --pbgl PATH      pbgl_baseline (default: where the build puts it)\n"
+    "  --mpirun PATH    MPI launcher of the PBGL baseline\n";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+    std::fprintf(stderr, "graph500_bench: %s (try --help)\n", msg.c_str());
+    std::exit(2);
+}
+
+int positive(const std::string& flag, const char* text) {
+    char* end = nullptr;
+    const long v = std::strtol(text, &end, 10);
+    if (end == text || *end != '\0' || v < 1) usage_error(flag + ": bad number '" + text + "'");
+    return static_cast<int>(v);
+}
+
+void set_option(options& o, const std::string& flag, const char* v) {
+    if (flag == "--scale") {
+        o.scale = positive(flag, v);
+    } else if (flag == "--edgefactor") {
+        o.edgefactor = positive(flag, v);
+    } else if (flag == "--roots") {
+        o.roots = positive(flag, v);
+    } else if (flag == "--rounds") {
+        o.rounds = positive(flag, v);
+    } else if (flag == "--kernel") {
+        o.kernels.clear();
+        for (std::string_view s = v; !s.empty();) {
+            const std::size_t comma = s.find(',');
+            o.kernels.emplace_back(s.substr(0, comma));
+            if (o.kernels.back() != "bfs" && o.kernels.back() != "sssp") {
+                usage_error("--kernel: bfs or sssp");
+            }
+            s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
+        }
+    } else if (flag == "--delta") {
+        o.delta = v;
+    } else if (flag == "--graph") {
+        o.graph = v;
+    } else if (flag == "--seed") {
+        o.seed = v;
+    } else if (flag == "--am") {
+        o.am = v;
+    } else if (flag == "--pbgl") {
+        o.pbgl = v;
+    } else if (flag == "--mpirun") {
+        o.mpirun = v;
+    } else {
+        usage_error("unknown option " + flag);
+    }
+}
+
+options parse(int argc, char** argv) {
+    options o;
+    bool quick = false;
+    std::vector<std::string> given;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--help") {
+            std::fputs(usage_text, stdout);
+            std::exit(0);
+        } else if (a == "--quick") {
+            quick = true;
+        } else if (a == "--json") {
+            continue;
+        } else if (a == "--top-down") {
+            o.top_down = true;
+        } else if (i + 1 < argc) {
+            set_option(o, a, argv[++i]);
+            given.push_back(a);
+        } else {
+            usage_error(a + " needs a value (or is unknown)");
+        }
+    }
+    auto was_given = [&](const char* f) {
+        return std::find(given.begin(), given.end(), f) != given.end();
+    };
+    if (quick) {
+        if (!was_given("--scale")) o.scale = 10;
+        if (!was_given("--roots")) o.roots = 4;
+        if (!was_given("--rounds")) o.rounds = 1;
+    }
+    return o;
+}
+
+bool executable(const std::string& p) {
+    return !p.empty() && access(p.c_str(), X_OK) == 0;
+}
+
+/// Runs `argv` with `env` ("NAME=value") added; copies the JSON lines of its stdout to ours
+/// (other lines to stderr) and returns the Graph500 lines among them; its stderr passes through.
+/// `status` is its exit status (-1 when it could not run or was killed).
+std::vector<g500::teps_line> run_child(std::vector<std::string> argv,
+                                       const std::vector<std::string>& env, int& status) {
+    std::fflush(nullptr);
+    int fds[2];
+    if (pipe(fds) != 0) {
+        std::perror("graph500_bench: pipe");
+        status = -1;
+        return {};
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        if (geteuid() == 0) {  // Open MPI refuses root unless told twice
+            setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+            setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+        }
+        for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
+        std::vector<char*> args;
+        for (std::string& a : argv) args.push_back(a.data());
+        args.push_back(nullptr);
+        execvp(args[0], args.data());
+        std::fprintf(stderr, "graph500_bench: cannot run %s: %s\n", args[0], std::strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    std::vector<g500::teps_line> lines;
+    std::FILE* in = fdopen(fds[0], "r");
+    char buf[4096];
+    while (in != nullptr && std::fgets(buf, sizeof buf, in) != nullptr) {
+        const bool json = buf[0] == '{';
+        std::fputs(buf, json ? stdout : stderr);
+        std::fflush(json ? stdout : stderr);
+        if (auto t = g500::parse(buf)) lines.push_back(*t);
+    }
+    if (in != nullptr) std::fclose(in);
+    int ws = 0;
+    if (pid < 0 || waitpid(pid, &ws, 0) < 0) {
+        status = -1;
+    } else {
+        status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    }
+    return lines;
+}
+
+/// The options both programs take, for one kernel.
+std::vector<std::string> graph_args(const options& o, const std::string& kernel) {
+    return {"--scale",      std::to_string(o.scale),
+            "--edgefactor", std::to_string(o.edgefactor),
+            "--kernel",     kernel,
+            "--roots",      std::to_string(o.roots),
+            "--delta",      o.delta,
+            "--graph",      o.graph,
+            "--seed",       o.seed,
+            "--json"};
+}
+
+/// The harmonic-mean TEPS of one system and kernel, one per round.
+using series = std::map<std::string, std::vector<double>>;  // key: kernel
+
+/// Runs one system once for `kernel`; adds its harmonic mean to `out`. False on failure.
+bool run_system(const std::string& system, std::vector<std::string> argv,
+                const std::vector<std::string>& env, const std::string& kernel, series& out) {
+    int status = 0;
+    const std::vector<g500::teps_line> lines = run_child(std::move(argv), env, status);
+    for (const g500::teps_line& t : lines) {
+        if (t.base.op != kernel) continue;
+        if (!t.validated) {
+            std::fprintf(stderr, "graph500_bench: %s %s: result NOT VALIDATED\n", system.c_str(),
+                         kernel.c_str());
+            return false;
+        }
+        if (status == 0) {
+            out[kernel].push_back(t.harmonic_mean);
+            return true;
+        }
+    }
+    std::fprintf(stderr, "graph500_bench: %s %s failed (exit status %d, %zu Graph500 lines)\n",
+                 system.c_str(), kernel.c_str(), status, lines.size());
+    return false;
+}
+
+double median_of(std::vector<double> v) {
+    return am::bench::summarize(std::move(v)).median;
+}
+
+/// The final line of a kernel: each system's median harmonic mean and their ratio.
+void print_ratio(const options& o, const std::string& kernel, const std::vector<double>& am,
+                 const std::vector<double>& pbgl) {
+    const auto a = am::bench::summarize(am), p = am::bench::summarize(pbgl);
+    if (a.reps == 0 || p.reps == 0 || p.median <= 0 || p.min <= 0 || p.max <= 0) return;
+    const am::bench::summary ratio{a.median / p.median, a.min / p.min, a.max / p.max,
+                                   std::min(a.reps, p.reps)};
+    std::string s = am::bench::to_json(
+        am::bench::make_result("graph500", "am/pbgl", "shm", 2, kernel, 0, "teps_ratio", ratio));
+    s.pop_back();
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  ",\"scale\":%d,\"edgefactor\":%d,\"roots\":%d,\"am_harmonic_mean\":%.6g,"
+                  "\"pbgl_harmonic_mean\":%.6g}",
+                  o.scale, o.edgefactor, o.roots, median_of(am), median_of(pbgl));
+    std::printf("%s%s\n", s.c_str(), buf);
+    std::fprintf(stderr,
+                 "graph500 %-4s scale %d edgefactor %d, %d roots, %d rounds: am %.4g TEPS, pbgl "
+                 "%.4g TEPS (harmonic means, median of rounds): am/pbgl %.3g\n",
+                 kernel.c_str(), o.scale, o.edgefactor, o.roots, ratio.reps, median_of(am),
+                 median_of(pbgl), ratio.median);
+    std::fflush(nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const options o = parse(argc, argv);
+    const bool have_am = executable(o.am);
+    const bool have_pbgl = executable(o.pbgl);
+    if (!have_am) {
+        std::fprintf(stderr,
+                     "graph500_bench: NO AM RUN: am-graph500 not found at '%s' (build the "
+                     "am-graph500 target, or give --am)\n",
+                     o.am.c_str());
+    }
+    if (!have_pbgl) {
+        std::fprintf(stderr,
+                     "graph500_bench: NO PBGL BASELINE: pbgl_baseline not found at '%s' (it is "
+                     "built when CMake finds Boost.MPI and Boost.Graph.Parallel; or give "
+                     "--pbgl)\n",
+                     o.pbgl.c_str());
+    }
+    series am, pbgl;
+    bool ok = true;
+    for (int round = 0; round < o.rounds; ++round) {
+        for (const std::string& k : o.kernels) {
+            const std::vector<std::string> args = graph_args(o, k);
+            if (have_am) {
+                std::vector<std::string> cmd = {o.am, "--validate"};
+                if (o.top_down) cmd.push_back("--no-direction-opt");
+                cmd.insert(cmd.end(), args.begin(), args.end());
+                ok = run_system("am", cmd, {"AM_TRANSPORT=shm", "AM_RANKS=2"}, k, am) && ok;
+            }
+            if (have_pbgl) {
+                // As the am ranks are pinned: rank r on core r, when there are two cores.
+                std::vector<std::string> cmd = {o.mpirun, "-n", "2", "--map-by", "core"};
+                if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+                    cmd.insert(cmd.end(), {"--bind-to", "core"});
+                } else {
+                    cmd.insert(cmd.end(), {"--bind-to", "none", "--oversubscribe"});
+                }
+                cmd.push_back(o.pbgl);
+                cmd.insert(cmd.end(), args.begin(), args.end());
+                ok = run_system("pbgl", cmd, {}, k, pbgl) && ok;
+            }
+        }
+    }
+    for (const std::string& k : o.kernels) print_ratio(o, k, am[k], pbgl[k]);
+    if (!ok) return 1;
+    return have_am && have_pbgl ? 0 : 3;
+}
