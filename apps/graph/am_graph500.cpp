@@ -51,18 +51,6 @@ kernel_kind parse_kernel(const std::string& k) {
     usage(("unknown kernel '" + k + "'").c_str());
 }
 
-const char* kernel_name(kernel_kind k) {
-    switch (k) {
-        case kernel_kind::bfs:
-            return "bfs";
-        case kernel_kind::sssp:
-            return "sssp";
-        case kernel_kind::explore:
-            return "explore";
-    }
-    return "?";
-}
-
 std::vector<kernel_kind> parse_kernels(const std::string& list) {
     std::vector<kernel_kind> out;
     std::size_t start = 0;
@@ -266,7 +254,7 @@ bool valid(validator& check, kernel_kind kind, std::uint32_t root, const search_
     const validation v = check.run(kind, root, r);
     if (!v.ok() && !v.first_error.empty()) {
         std::fprintf(stderr, "am-graph500: %s from root %u failed validation: %s\n",
-                     kernel_name(kind), root, v.first_error.c_str());
+                     to_string(kind), root, v.first_error.c_str());
     }
     return v.ok();
 }
@@ -289,7 +277,7 @@ figures measure(am::context& ctx, const options& o, const std::vector<std::uint3
         if (o.validate && !valid(check, kind, root, r)) ++f.failed;
         if (!o.quiet && ctx.rank() == 0) {
             std::fprintf(stderr, "%s root %u: %.6f s, %llu edges, %d levels (%d bottom-up)\n",
-                         kernel_name(kind), root, t, static_cast<unsigned long long>(r.edges),
+                         to_string(kind), root, t, static_cast<unsigned long long>(r.edges),
                          r.levels, r.bottom_up_levels);
         }
     }
@@ -301,7 +289,7 @@ figures measure(am::context& ctx, const options& o, const std::vector<std::uint3
 /// The Graph500 statistics block and, with --json, the bench line (rank 0).
 void report(const options& o, const am::config& cfg, int ranks, kernel_kind kind, const figures& f,
             const graph_info& info) {
-    const char* name = kernel_name(kind);
+    const char* name = to_string(kind);
     double hmean = 0, hsd = 0;
     harmonic(f.teps, hmean, hsd);
     std::printf("%s NBFS: %zu\n", name, f.times.size());

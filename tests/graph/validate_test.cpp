@@ -20,18 +20,6 @@ using am_test::spmd_test;
 
 class graph_validate : public spmd_test {};
 
-const char* kind_name(kernel_kind k) {
-    switch (k) {
-        case kernel_kind::bfs:
-            return "bfs";
-        case kernel_kind::sssp:
-            return "sssp";
-        case kernel_kind::explore:
-            return "explore";
-    }
-    return "?";
-}
-
 /// A correct result of one kernel and what the mutations need to know about it.
 struct fixture {
     am::context& ctx;
@@ -69,7 +57,7 @@ struct fixture {
         for (std::uint32_t v = 0; v < ref.n; ++v) {
             if (v != root && reached(v) && children[v] == 0 && also(v)) return v;
         }
-        ADD_FAILURE() << kind_name(kind) << ": no leaf with the property the mutation needs";
+        ADD_FAILURE() << to_string(kind) << ": no leaf with the property the mutation needs";
         return root;
     }
     [[nodiscard]] std::uint32_t leaf() const {
@@ -80,7 +68,7 @@ struct fixture {
     /// containing it. Collective.
     void expect_caught(const std::string& mutation, const search_result& bad,
                        const char* rule = nullptr) {
-        const std::string what = std::string(kind_name(kind)) + ", root " + std::to_string(root) +
+        const std::string what = std::string(to_string(kind)) + ", root " + std::to_string(root) +
                                  ", " + std::to_string(ctx.size()) + " ranks: " + mutation;
         const am::graph::validation v = check.run(kind, root, bad);
         EXPECT_GT(v.errors, 0u) << what << ": not caught";
@@ -253,7 +241,7 @@ void check_kind(am::context& ctx, const reference& ref, const csr_graph& g,
     for (std::uint32_t v = 0; v < ref.n; ++v) {
         if (f.all.pred[v] >= 0 && v != root) ++f.children[f.pred(v)];
     }
-    const std::string what = std::string(kind_name(kind)) + ", root " + std::to_string(root);
+    const std::string what = std::string(to_string(kind)) + ", root " + std::to_string(root);
     const am::graph::validation ok = check.run(kind, root, f.good);
     EXPECT_EQ(ok.errors, 0u) << what << ": a correct result fails: " << ok.first_error;
     EXPECT_EQ(ok.edges, component_edges(ref, f.level)) << what;

@@ -177,6 +177,19 @@ class explore_kernel {
 /// What validation checks, by kernel.
 enum class kernel_kind { bfs, sssp, explore };
 
+/// The kernel's name as the CLI and the JSON lines spell it: "bfs", "sssp", "explore".
+constexpr const char* to_string(kernel_kind k) noexcept {
+    switch (k) {
+        case kernel_kind::bfs:
+            return "bfs";
+        case kernel_kind::sssp:
+            return "sssp";
+        case kernel_kind::explore:
+            return "explore";
+    }
+    return "?";
+}
+
 /// Outcome of a validation: `errors` over all ranks, the first few described.
 struct validation {
     std::uint64_t errors = 0;
