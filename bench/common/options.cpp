@@ -70,17 +70,6 @@ std::size_t parse_size(const char* prog, std::string_view s) {
     return v * mult;
 }
 
-std::vector<std::string> split(std::string_view s) {
-    std::vector<std::string> out;
-    while (!s.empty()) {
-        const std::size_t comma = s.find(',');
-        out.emplace_back(s.substr(0, comma));
-        if (comma == std::string_view::npos) break;
-        s.remove_prefix(comma + 1);
-    }
-    return out;
-}
-
 std::vector<std::size_t> parse_sizes(const char* prog, std::string_view s) {
     std::vector<std::size_t> v;
     for (const std::string& item : split(s)) v.push_back(parse_size(prog, item));
@@ -217,6 +206,17 @@ window_plan windows_for(const options& o, std::uint64_t ops) {
     const std::uint64_t w = std::max<std::uint64_t>(
         1, std::min<std::uint64_t>(static_cast<std::uint64_t>(o.window), ops));
     return {w, (ops + w - 1) / w};
+}
+
+std::vector<std::string> split(std::string_view s) {
+    std::vector<std::string> out;
+    while (!s.empty()) {
+        const std::size_t comma = s.find(',');
+        out.emplace_back(s.substr(0, comma));
+        if (comma == std::string_view::npos) break;
+        s.remove_prefix(comma + 1);
+    }
+    return out;
 }
 
 std::string join_sizes(const std::vector<std::size_t>& v) {

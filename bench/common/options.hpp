@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace am::bench {
@@ -91,5 +92,8 @@ window_plan windows_for(const options& o, std::uint64_t ops);
 
 /// "8,16,32" from a list of sizes (to forward options to a child process).
 std::string join_sizes(const std::vector<std::size_t>& v);
+
+/// The comma-separated items of `s` ("a,b,c" → {"a", "b", "c"}; "" → {}).
+std::vector<std::string> split(std::string_view s);
 
 }  // namespace am::bench

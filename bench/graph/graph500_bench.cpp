@@ -7,6 +7,7 @@
 /// system's harmonic-mean TEPS and their ratio (system "am/pbgl", metric "teps_ratio":
 /// median = ratio of the medians, min = ratio of the minima, max = ratio of the maxima).
 /// Exit status 0, 1 when a run failed or was not validated, 3 when a system is missing.
+#include "common/options.hpp"
 #include "graph500_format.hpp"
 
 #include <graph/generator.hpp>
@@ -95,14 +96,9 @@ void set_option(options& o, const std::string& flag, const char* v) {
     } else if (flag == "--rounds") {
         o.rounds = positive(flag, v);
     } else if (flag == "--kernel") {
-        o.kernels.clear();
-        for (std::string_view s = v; !s.empty();) {
-            const std::size_t comma = s.find(',');
-            o.kernels.emplace_back(s.substr(0, comma));
-            if (o.kernels.back() != "bfs" && o.kernels.back() != "sssp") {
-                usage_error("--kernel: bfs or sssp");
-            }
-            s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
+        o.kernels = am::bench::split(v);
+        for (const std::string& k : o.kernels) {
+            if (k != "bfs" && k != "sssp") usage_error("--kernel: bfs or sssp");
         }
     } else if (flag == "--delta") {
         o.delta = v;

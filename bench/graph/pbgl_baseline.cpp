@@ -12,6 +12,7 @@
 /// reached and an unreached vertex, no edge can shorten a distance, and every reached vertex
 /// but the root has a neighbour through which its distance is attained. --check also compares
 /// the distances with a sequential BFS / Dijkstra on rank 0 (small scales: the smoke test).
+#include "common/options.hpp"
 #include "graph500_format.hpp"
 
 #include <graph/generator.hpp>
@@ -100,17 +101,6 @@ long long number_of(const std::string& flag, const char* text) {
     return v;
 }
 
-std::vector<std::string> split(std::string_view s) {
-    std::vector<std::string> out;
-    while (!s.empty()) {
-        const std::size_t comma = s.find(',');
-        out.emplace_back(s.substr(0, comma));
-        if (comma == std::string_view::npos) break;
-        s.remove_prefix(comma + 1);
-    }
-    return out;
-}
-
 void set_option(options& o, const std::string& flag, const char* value) {
     if (flag == "--scale") {
         o.spec.scale = static_cast<int>(number_of(flag, value));
@@ -129,7 +119,7 @@ void set_option(options& o, const std::string& flag, const char* value) {
         if (g != "kronecker" && g != "er") usage_error("--graph: kronecker or er");
         o.spec.kind = g == "er" ? gen::graph_kind::erdos_renyi : gen::graph_kind::kronecker;
     } else if (flag == "--kernel") {
-        o.kernels = split(value);
+        o.kernels = am::bench::split(value);
         for (const std::string& k : o.kernels) {
             if (k != "bfs" && k != "sssp") usage_error("--kernel: bfs or sssp, not '" + k + "'");
         }
