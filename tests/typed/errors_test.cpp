@@ -443,6 +443,9 @@ TEST_P(typed_errors, end_in_handler_leaves_epoch_open) {
                       {
                           am::epoch e(ctx);
                           open = &e;
+                          // Beginning an epoch may run a faster rank's batch at once: no rank
+                          // sends before every rank's `open` is set.
+                          ctx.barrier();
                           type.send(item{1, me, 0}, right);
                           ctx.wait([&] { return got == 1; });
                           try {
