@@ -259,10 +259,20 @@ std::size_t typed_layer::run_deferred() {
     {
         util::maybe_lock lock(_deferred_mutex, _locking);
         const std::uint64_t begun = _begun.load(std::memory_order_relaxed);
-        auto later = std::partition(_deferred.begin(), _deferred.end(),
-                                    [&](const deferred_batch& b) { return (b.tag >> 8) <= begun; });
+        // Stable: batches from one source keep the order they arrived in.
+        auto later =
+            std::stable_partition(_deferred.begin(), _deferred.end(),
+                                  [&](const deferred_batch& b) { return (b.tag >> 8) <= begun; });
         ready.assign(std::make_move_iterator(_deferred.begin()), std::make_move_iterator(later));
         _deferred.erase(_deferred.begin(), later);
+    }
+    if (_parallel) {  // queued like any other arrival, for whichever polling threads take them
+        if (ready.empty()) return 0;
+        std::lock_guard lock(_work_mutex);
+        _work.insert(_work.end(), std::make_move_iterator(ready.begin()),
+                     std::make_move_iterator(ready.end()));
+        _core->work_available(true);
+        return 0;
     }
     for (const deferred_batch& b : ready) run_batch(b.type, b.source, b.bytes, b.tag);
     return ready.size();
