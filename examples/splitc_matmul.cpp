@@ -354,14 +354,7 @@ summary summarize(std::vector<double> v) {
 
 std::string transport_name() {
     if (std::getenv("AM_SHM_NAME") != nullptr) return "shm";  // started by amrun
-    switch (am::config::from_env().transport) {
-        case am::transport_kind::shm:
-            return "shm";
-        case am::transport_kind::mpi:
-            return "mpi";
-        default:
-            return "threads";
-    }
+    return am::to_string(am::config::from_env().transport);
 }
 
 std::string rma_name() {

@@ -225,18 +225,6 @@ void harmonic(const std::vector<double>& teps, double& hmean, double& hstddev) {
     hstddev = n > 1 ? std::sqrt(sq) / (n - 1) * hmean * hmean : 0;
 }
 
-const char* transport_name(am::transport_kind t) {
-    switch (t) {
-        case am::transport_kind::threads:
-            return "threads";
-        case am::transport_kind::shm:
-            return "shm";
-        case am::transport_kind::mpi:
-            return "mpi";
-    }
-    return "?";
-}
-
 struct graph_info {
     double generation = 0;
     std::uint64_t csr_bytes_max = 0;  // the largest rank share
@@ -310,7 +298,7 @@ void report(const options& o, const am::config& cfg, int ranks, kernel_kind kind
             "\"max\":%.6g,\"reps\":%zu,\"scale\":%d,\"edgefactor\":%d,\"graph\":\"%s\","
             "\"harmonic_mean\":%.6g,\"validated\":%s,\"csr_bytes_per_rank\":%llu,"
             "\"peak_rss_bytes\":%llu,\"generation_s\":%.4f}\n",
-            transport_name(cfg.transport), ranks, name, ts.median, ts.min, ts.max, f.times.size(),
+            am::to_string(cfg.transport), ranks, name, ts.median, ts.min, ts.max, f.times.size(),
             o.spec.scale, o.spec.edgefactor,
             o.spec.kind == graph_kind::kronecker ? "kronecker" : "er", hmean,
             o.validate && f.failed == 0 ? "true" : "false",

@@ -16,6 +16,19 @@ enum class transport_kind {
               ///< with MPI. Peers on the same node talk through shared memory (`node_size`).
 };
 
+/// The transport's name as `AM_TRANSPORT` spells it: "threads", "shm" or "mpi".
+[[nodiscard]] constexpr const char* to_string(transport_kind k) noexcept {
+    switch (k) {
+        case transport_kind::threads:
+            return "threads";
+        case transport_kind::shm:
+            return "shm";
+        case transport_kind::mpi:
+            return "mpi";
+    }
+    return "?";
+}
+
 /// How `put` and `get` reach a rank's segment.
 enum class rma_path {
     automatic,  ///< copy directly when the target's segment is mapped here (threads, shm)

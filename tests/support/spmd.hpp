@@ -50,16 +50,9 @@ inline bool is_mpi(am::transport_kind k) {
     return k == am::transport_kind::mpi;
 }
 
+/// The transport's name as `AM_TRANSPORT` spells it.
 inline const char* transport_name(am::transport_kind k) {
-    switch (k) {
-        case am::transport_kind::threads:
-            return "threads";
-        case am::transport_kind::shm:
-            return "shm";
-        case am::transport_kind::mpi:
-            return "mpi";
-    }
-    return "?";
+    return am::to_string(k);
 }
 
 /// The transport part of a parameter name: "threads", "shm"; on mpi "mpi" when every message
