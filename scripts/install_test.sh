@@ -14,4 +14,12 @@ PKG_CONFIG_PATH="$prefix/lib/pkgconfig" \
   g++ tests/install/consumer.cpp $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs am) \
   -o "$prefix/consumer_pc"
 AM_RANKS=2 AM_TRANSPORT=shm "$prefix/consumer_pc"
-echo "install test: find_package(am) and pkg-config consumers passed"
+# Built with MPI, am installs the AML API too: a C AML program builds against it and runs.
+if [ -d "$build/compat/aml" ]; then  # AML was built: it must be installed
+  cmake -S tests/install/aml -B "$prefix/aml_consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  cmake --build "$prefix/aml_consumer" >/dev/null
+  mpirun -n 2 --oversubscribe "$prefix/aml_consumer/aml_consumer"
+  echo "install test: find_package(am) consumers of am::am and am::aml, pkg-config consumer passed"
+else
+  echo "install test: find_package(am) and pkg-config consumers passed (am without MPI: no AML)"
+fi
