@@ -73,6 +73,8 @@ struct config {
     /// Let several threads of a rank send and poll at once (`AM_THREAD_MULTIPLE=1`, default
     /// off): the core then serialises its own state internally, as with `progress_thread`, and
     /// coalescing layers keep one buffer set per sending thread. Costs a lock per core send.
+    /// A handler that throws inside another thread's `poll()` fails the job, then the
+    /// exception reaches that thread.
     bool thread_multiple = false;
     /// Seconds an `am::epoch` may take to end before every rank prints what it sent and
     /// handled per peer and per message type in that epoch and the job aborts

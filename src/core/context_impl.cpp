@@ -39,6 +39,10 @@ std::string where(const char* call, int rank) {
     throw error(code, where(call, rank) + what);
 }
 
+// The context whose progress thread this is (progress_loop sets it; it reports its own
+// failures).
+thread_local const context_impl* t_progress_of = nullptr;
+
 }  // namespace
 
 context_impl::context_impl(transport::transport& tp, const config& cfg)
@@ -373,6 +377,22 @@ void context_impl::send_short_slow(int dest, unsigned lane, std::uint32_t handle
 std::size_t context_impl::poll() {
     if (in_handler()) return 0;
     if (!_locking) return poll_locked();
+    const std::thread::id me = std::this_thread::get_id();
+    if (me == _home || t_progress_of == this) return poll_shared();
+    // Another thread of the rank (thread_multiple): a handler that throws here leaves its
+    // message unhandled and the rank's epochs and waits unable to end, so it fails the job
+    // (every rank's waits then throw errc::aborted) before the exception reaches the caller.
+    try {
+        return poll_shared();
+    } catch (const std::exception& e) {
+        if (!_tp.job_failed()) {
+            _tp.fail_job("rank " + std::to_string(_rank) + " (a polling thread): " + e.what());
+        }
+        throw;
+    }
+}
+
+std::size_t context_impl::poll_shared() {
     std::size_t n = 0;
     {
         std::unique_lock lock(_poll_mutex, std::try_to_lock);
@@ -630,6 +650,7 @@ void context_impl::stop_progress_thread() noexcept {
 }
 
 void context_impl::progress_loop() noexcept {
+    t_progress_of = this;
     unsigned backoff = 0;
     constexpr unsigned cap = util::yield_rounds + 40;  // sleep at most ~50 µs between polls
     while (!_stop.load(std::memory_order_acquire)) {

@@ -59,6 +59,7 @@ class context_impl final : public transport::message_sink {
     template <unsigned N>
     void reply_short(token& t, std::uint32_t handler, const std::uint64_t* args);
     std::size_t poll();
+    std::size_t poll_shared();
     void deliver(int source, unsigned lane, std::byte* msg, std::size_t len) final;
     void barrier();
     /// Collective exchange of `bytes` per rank (≤ the transport's gather limit); polls while
@@ -158,6 +159,9 @@ class context_impl final : public transport::message_sink {
     std::mutex _send_mutex;
     std::mutex _poll_mutex;
     std::thread _progress;
+    // The rank's own thread (it constructs the context): an exception from a handler run by
+    // another thread's poll fails the job, as one escaping the rank's function does.
+    std::thread::id _home = std::this_thread::get_id();
     std::atomic<bool> _stop{false};
 
     std::function<std::size_t()> _deferred_fn;

@@ -4,6 +4,8 @@
 // returns non-zero.
 #include "support/spmd.hpp"
 
+#include <thread>
+
 namespace {
 
 using am_test::spmd_test;
@@ -14,6 +16,8 @@ class failure : public spmd_test {};
 struct board {
     std::atomic<int> saw_abort{0};  // ranks that got errc::aborted naming the cause
     std::atomic<int> wrong{0};      // ranks that got something else
+    std::atomic<int> ready{0};      // the last rank polls only on its second thread now
+    std::atomic<int> caught{0};     // that thread's poll threw the handler's exception
     am_test::fixed_string<512> sample;
 };
 
@@ -68,6 +72,63 @@ TEST_P(failure, handler_throws_fails_job) {
     EXPECT_LT(clock_type::now() - t0, std::chrono::seconds(5));
     // The rank running the handler sees the handler's exception itself, the others an abort.
     EXPECT_EQ(b->saw_abort.load(), ranks() - 1) << b->sample.str();
+    EXPECT_TRUE(am_test::contains(err, "handler exploded")) << err;
+}
+
+// thread_multiple: a handler that throws on another thread of a rank (whose poll returns
+// the exception to that thread) fails the job too; otherwise its message stays unhandled and
+// the rank's own thread waits forever.
+TEST_P(failure, handler_throwing_on_another_thread_fails_job) {
+    am_test::shared<board> b;
+    const auto t0 = clock_type::now();
+    ::testing::internal::CaptureStderr();
+    const int rc = run(
+        [&](am::context& ctx) {
+            const int last = ctx.size() - 1;
+            auto bomb =
+                ctx.handler([](am::token&) { throw std::runtime_error("handler exploded"); });
+            ctx.barrier();
+            if (ctx.rank() != last) {
+                while (b->ready.load() == 0) std::this_thread::yield();
+                if (ctx.rank() == 0) ctx.request(last, bomb);
+                wait_for_abort(ctx, *b, {"handler exploded"});
+                return;
+            }
+            std::atomic<bool> stop{false};
+            std::thread poller([&] {
+                try {
+                    while (!stop.load()) {
+                        if (ctx.poll() == 0) std::this_thread::yield();
+                    }
+                } catch (const am::error&) {  // the job failed meanwhile
+                } catch (const std::runtime_error& e) {
+                    if (am_test::contains(e.what(), "handler exploded")) ++b->caught;
+                }
+            });
+            struct joiner {
+                std::atomic<bool>& stop;
+                std::thread& t;
+                ~joiner() {
+                    stop.store(true);
+                    t.join();
+                }
+            } join{stop, poller};
+            if (ctx.rank() == 0) ctx.request(last, bomb);  // a single rank sends to itself
+            b->ready.store(1);
+            // The rank's thread does not poll until the other thread has run the handler.
+            const auto until = clock_type::now() + std::chrono::seconds(5);
+            while (b->caught.load() == 0 && clock_type::now() < until) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            wait_for_abort(ctx, *b, {"handler exploded"});
+        },
+        [](am::config& c) { c.thread_multiple = true; });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(rc, 0);
+    EXPECT_LT(clock_type::now() - t0, std::chrono::seconds(10));
+    EXPECT_EQ(b->caught.load(), 1) << "the handler did not run on the second thread";
+    EXPECT_EQ(b->saw_abort.load(), ranks()) << b->sample.str();
+    EXPECT_EQ(b->wrong.load(), 0) << b->sample.str();
     EXPECT_TRUE(am_test::contains(err, "handler exploded")) << err;
 }
 
