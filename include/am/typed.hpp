@@ -628,7 +628,8 @@ class dedup_layer final : public detail::typed_member {
                   "am::dedup: the message type needs operator== and std::hash, or a byte "
                   "representation without padding");
 
-    dedup_layer(Sender& next, Cache cache) : _next(&next), _layer(detail::layer_of(next)) {
+    dedup_layer(Sender& next, Cache cache)
+        : _next(&next), _layer(detail::layer_of(next)), _hot(detail::typed_hot_of(_layer)) {
         if constexpr (std::is_same_v<Cache, direct_mapped_cache>) {
             const std::size_t n = detail::cache_slots(_layer, cache.entries);
             _slots.assign(n, slot{});
@@ -643,8 +644,11 @@ class dedup_layer final : public detail::typed_member {
     dedup_layer& operator=(const dedup_layer&) = delete;
 
     /// Sends `value` to `dest` unless the cache has seen that pair (then counts a hit).
+    /// Outside an epoch (or deeper than its depth) it throws `errc::bad_context` like the
+    /// sender, also for a value it would drop.
     void send(const value_type& value, int dest) {
         if (seen(value, dest)) {
+            check_context();
             ++_hits;
             return;
         }
@@ -674,6 +678,13 @@ class dedup_layer final : public detail::typed_member {
     }
 
   private:
+    // A hit sends nothing, but is refused where a send would be: one comparison at the top
+    // level of an open epoch without other threads, the full check otherwise.
+    void check_context() const {
+        const std::uint64_t tag = _hot->tag;
+        if (_hot->threaded || tag == detail::no_epoch_tag || (tag & 0xff) != 0) [[unlikely]]
+            (void)detail::typed_send_tag(_layer, "am::dedup::send");
+    }
     struct slot {
         value_type value;
         int dest = -1;
@@ -728,6 +739,7 @@ class dedup_layer final : public detail::typed_member {
 
     Sender* _next;
     detail::typed_layer* _layer;
+    detail::typed_hot* _hot;
     std::vector<slot> _slots;
     std::size_t _mask = 0;
     std::size_t _max = 0;

@@ -44,6 +44,7 @@ TEST_P(typed_errors, send_outside_epoch) {
                   am::message_type<kv> kvs(ctx, [&](const kv&) { ++sums; });
                   auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
                   auto red = am::reduce_by_key(kvs, plus, am::hash_cache{});
+                  auto once = am::dedup(type, am::hash_cache{});
                   const item v{1, me, 0};
                   const auto refused = [&](const char* when) {
                       SCOPED_TRACE(when);
@@ -70,11 +71,22 @@ TEST_P(typed_errors, send_outside_epoch) {
                   refused("after an epoch");
                   expect_error([&] { buf.send(v, right); }, am::errc::bad_context,
                                {"am::coalesced::send", rank_of(ctx), "no epoch is open"});
+                  // A duplicate the cache would drop is refused too, and not counted.
+                  {
+                      am::epoch e(ctx);
+                      once.send(v, right);
+                      once.send(v, right);
+                  }
+                  EXPECT_EQ(once.hits(), 1u);
+                  EXPECT_EQ(got, 4u);
+                  expect_error([&] { once.send(v, right); }, am::errc::bad_context,
+                               {"am::dedup::send", rank_of(ctx), "no epoch is open"});
+                  EXPECT_EQ(once.hits(), 1u);
                   am::epoch e(ctx);
                   const std::uint64_t all = e.end(got + sums);
                   EXPECT_EQ(e.stats().messages_sent, 0u);
                   EXPECT_EQ(e.stats().messages_handled, 0u);
-                  EXPECT_EQ(all, 4u * static_cast<std::uint64_t>(n));
+                  EXPECT_EQ(all, 5u * static_cast<std::uint64_t>(n));
               }),
               0);
 }
