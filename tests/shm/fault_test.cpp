@@ -52,10 +52,10 @@ class fault : public spmd_test {
     }
 
     // The common verdict: failed status, in bounded time, survivors told, nothing leaked.
-    void expect_clean_failure(int rc, int survivors) {
+    void expect_clean_failure(int rc, int survivors, std::chrono::seconds limit = 5s) {
         EXPECT_NE(rc, 0);
-        EXPECT_LT(_elapsed, 5s) << "the job took "
-                                << std::chrono::duration<double>(_elapsed).count() << " s";
+        EXPECT_LT(_elapsed, limit)
+            << "the job took " << std::chrono::duration<double>(_elapsed).count() << " s";
         EXPECT_EQ(_board->saw_abort.load(), survivors) << _board->sample.str();
         EXPECT_EQ(_board->wrong.load(), 0) << _board->sample.str();
         const std::string region = _board->region.str();
@@ -122,7 +122,7 @@ TEST_P(fault, rank_throws) {
 }
 
 // Rank 1 computes without ever polling, so it never learns of the failure: the launcher must
-// kill it after its grace period, still within 5 s.
+// kill it after its grace period (3 s), with the whole job done within 10 s.
 TEST_P(fault, straggler_is_killed) {
     const int rc = run_job([&](am::context& ctx) {
         ctx.barrier();
@@ -134,7 +134,7 @@ TEST_P(fault, straggler_is_killed) {
         }
         wait_for_abort(ctx, {"rank 2", "killed by signal 9"});
     });
-    expect_clean_failure(rc, ranks() - 2);
+    expect_clean_failure(rc, ranks() - 2, 10s);
     EXPECT_GE(_elapsed, 2s) << "the straggler was not given its grace period";
 }
 

@@ -112,7 +112,7 @@ TEST_P(typed_errors, fresh_coalescer_outside_epoch) {
                       EXPECT_EQ(e.stats().messages_sent, 0u);
                       EXPECT_EQ(got, 0u);
                   },
-                  [](am::config& cfg) { cfg.epoch_timeout = 2; }),
+                  [](am::config& cfg) { cfg.epoch_timeout = 30; }),
               0);
 }
 
@@ -322,7 +322,7 @@ TEST_P(typed_errors, depth_exceeded_into_reducer) {
                       EXPECT_EQ(refusals, 1u);
                       EXPECT_EQ(sums, 0u);
                   },
-                  [](am::config& cfg) { cfg.epoch_timeout = 10; }),
+                  [](am::config& cfg) { cfg.epoch_timeout = 45; }),
               0);
 }
 
@@ -473,7 +473,7 @@ TEST_P(typed_errors, end_in_handler_leaves_epoch_open) {
                           ADD_FAILURE() << "the next epoch threw: " << err.what();
                       }
                   },
-                  [](am::config& cfg) { cfg.epoch_timeout = 10; }),
+                  [](am::config& cfg) { cfg.epoch_timeout = 45; }),
               0);
 }
 

@@ -192,7 +192,8 @@ TEST_P(typed_threads, second_job_in_same_process) {
 // progress thread's buffers waits for ring room while that thread, blocked on the same
 // buffers, cannot poll.)
 TEST_P(typed_progress, forwards_while_rank_flushes) {
-    typed_test::watchdog guard(10, "forwards_while_rank_flushes");
+    // 50 s: a whole run takes up to ~5 s under TSan on a loaded machine; CTest allows 60.
+    typed_test::watchdog guard(50, "forwards_while_rank_flushes");
     ASSERT_EQ(run(
                   [](am::context& ctx) {
                       const int n = ctx.size(), me = ctx.rank();
