@@ -118,10 +118,23 @@ void ring_transport::barrier(const idle_fn& idle) {
         h.barrier_generation.store(gen + 1, std::memory_order_release);
         return;
     }
+    // A failure seen after the last rank released the barrier does not undo it: the barrier
+    // returns, and the rank's next poll or wait reports the failure.
+    const auto released = [&] {
+        return h.barrier_generation.load(std::memory_order_acquire) != gen;
+    };
     unsigned backoff = 0;
-    while (h.barrier_generation.load(std::memory_order_acquire) == gen) {
-        if (_region.failed()) throw_failed();
-        if (idle && idle() != 0) backoff = 0;
+    while (!released()) {
+        if (_region.failed()) {
+            if (released()) return;
+            throw_failed();
+        }
+        try {
+            if (idle && idle() != 0) backoff = 0;
+        } catch (const error& e) {
+            if (e.code() == errc::aborted && released()) return;
+            throw;
+        }
         util::backoff(backoff, spin_limit());
     }
 }
