@@ -39,8 +39,7 @@ std::string where(const char* call, int rank) {
     throw error(code, where(call, rank) + what);
 }
 
-// The context whose progress thread this is (progress_loop sets it; it reports its own
-// failures).
+// The context whose progress thread this is (set by progress_loop; names it in failures).
 thread_local const context_impl* t_progress_of = nullptr;
 
 }  // namespace
@@ -377,16 +376,17 @@ void context_impl::send_short_slow(int dest, unsigned lane, std::uint32_t handle
 std::size_t context_impl::poll() {
     if (in_handler()) return 0;
     if (!_locking) return poll_locked();
-    const std::thread::id me = std::this_thread::get_id();
-    if (me == _home || t_progress_of == this) return poll_shared();
-    // Another thread of the rank (thread_multiple): a handler that throws here leaves its
-    // message unhandled and the rank's epochs and waits unable to end, so it fails the job
-    // (every rank's waits then throw errc::aborted) before the exception reaches the caller.
+    if (std::this_thread::get_id() == _home) return poll_shared();
+    // Another thread of the rank (its progress thread, or the program's under
+    // thread_multiple): a handler that throws here leaves its message unhandled and the
+    // rank's epochs and waits unable to end, so it fails the job (every rank's waits then
+    // throw errc::aborted) before the exception reaches the caller.
     try {
         return poll_shared();
     } catch (const std::exception& e) {
         if (!_tp.job_failed()) {
-            _tp.fail_job("rank " + std::to_string(_rank) + " (a polling thread): " + e.what());
+            const char* who = t_progress_of == this ? "progress thread" : "a polling thread";
+            _tp.fail_job("rank " + std::to_string(_rank) + " (" + who + "): " + e.what());
         }
         throw;
     }
@@ -661,11 +661,8 @@ void context_impl::progress_loop() noexcept {
                 util::backoff(backoff);
                 if (backoff > cap) backoff = cap;
             }
-        } catch (const std::exception& e) {
-            if (!_tp.job_failed()) {
-                _tp.fail_job("rank " + std::to_string(_rank) + " (progress thread): " + e.what());
-            }
-            return;
+        } catch (const std::exception&) {
+            return;  // poll() has failed the job
         }
     }
 }

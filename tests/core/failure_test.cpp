@@ -159,6 +159,42 @@ TEST_P(failure, handler_throwing_on_another_thread_fails_job) {
     EXPECT_TRUE(am_test::contains(err, "handler exploded")) << err;
 }
 
+// The same on the rank's progress thread: the job fails naming that thread.
+TEST_P(failure, handler_throwing_on_progress_thread_fails_job) {
+    am_test::shared<board> b;
+    ::testing::internal::CaptureStderr();
+    const int rc = run(
+        [&](am::context& ctx) {
+            const int last = ctx.size() - 1;
+            auto bomb = ctx.handler([&](am::token&) {
+                b->failed_at.store(now_ns());
+                throw std::runtime_error("handler exploded");
+            });
+            ctx.barrier();
+            if (ctx.rank() == last) b->ready.store(1);
+            while (b->ready.load() == 0) std::this_thread::yield();
+            if (ctx.rank() == 0) ctx.request(last, bomb);
+            if (ctx.rank() == last) {
+                // The rank's thread does not poll until the progress thread has run the handler
+                // (bounded: CTest's timeout is longer).
+                const auto until = clock_type::now() + std::chrono::seconds(30);
+                while (b->failed_at.load() == 0 && clock_type::now() < until) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                }
+            }
+            wait_for_abort(ctx, *b, {"(progress thread)", "handler exploded"});
+        },
+        [](am::config& c) { c.progress_thread = true; });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(rc, 0);
+    expect_prompt(*b);
+    EXPECT_EQ(b->saw_abort.load(), ranks()) << b->sample.str();
+    EXPECT_EQ(b->wrong.load(), 0) << b->sample.str();
+    EXPECT_TRUE(am_test::contains(
+        err, "rank " + std::to_string(ranks() - 1) + " (progress thread): handler exploded"))
+        << err;
+}
+
 TEST_P(failure, abort_names_rank_and_reason) {
     am_test::shared<board> b;
     ::testing::internal::CaptureStderr();
