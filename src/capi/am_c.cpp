@@ -232,12 +232,21 @@ struct c_send {
     std::size_t offset;
 };
 
+// The core accepts every sealed index, the library's own handlers (rma, typed, ...) included:
+// they are sent through the same calls. A C program knows handlers only by the indices its
+// registrations returned, which start after the library's, so a smaller one is an error.
+void check_program_handler(const char* call, const am_context* c, am_handler_t h) {
+    const am::detail::context_impl* impl = c->cxx->impl();
+    if (h < impl->builtin_handlers()) fail(errc::bad_handler, call, c, impl->unregistered(h));
+}
+
 am_status_t send_c(const c_send& s) noexcept {
     if (s.ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
     return guarded(s.ctx, s.call, [&] {
         check_nargs(s.call, s.ctx, s.nargs);
         check_pointer(s.call, s.ctx, s.args, s.nargs != 0, "argument pointer");
         check_pointer(s.call, s.ctx, s.payload, s.len != 0, "payload pointer");
+        check_program_handler(s.call, s.ctx, s.handler);
         static constexpr std::uint64_t no_args[1] = {0};  // memcpy wants a pointer even for 0
         const am::detail::send_desc d{
             s.reply_to ? s.reply_to->source() : s.dest,

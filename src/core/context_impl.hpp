@@ -50,7 +50,13 @@ class context_impl final : public transport::message_sink {
     [[nodiscard]] context& front() noexcept { return _front; }
     [[nodiscard]] transport::transport& transport() noexcept { return _tp; }
 
-    std::uint32_t add_handler(const handler_desc& d) { return _table.add(d, _rank); }
+    /// Appends a handler. The program may register `max_program_handlers` of its own; the
+    /// library's (registered before `seal_builtin`) do not count against that limit.
+    std::uint32_t add_handler(const handler_desc& d) {
+        return _table.add(d, _rank, !_builtin_sealed, _builtin);
+    }
+    /// Handlers [0, builtin_handlers()) are the library's own: a program never names them.
+    [[nodiscard]] std::uint32_t builtin_handlers() const noexcept { return _builtin; }
     void send(const send_desc& d, bool reply);
     /// Short messages with N arguments: the hot path (checks, ring write, counter inline).
     template <unsigned N, unsigned Lane>
@@ -91,6 +97,7 @@ class context_impl final : public transport::message_sink {
     /// handlers, registered identically on every rank before any message can arrive.
     void seal_builtin() noexcept {
         _builtin = _table.count();
+        _builtin_sealed = true;
         _sealed.store(_builtin, std::memory_order_relaxed);
     }
     /// True while a progress thread shares this context (layers then lock their state).
@@ -147,6 +154,7 @@ class context_impl final : public transport::message_sink {
     handler_table _table;
     std::atomic<std::uint32_t> _sealed{0};  // handlers [0, _sealed) may be sent
     std::uint32_t _builtin = 0;             // handlers [0, _builtin) are the library's own
+    bool _builtin_sealed = false;           // seal_builtin has run: the program registers now
 
     std::vector<std::deque<pending_msg>> _pending;  // [dest * lanes + lane]
     std::atomic<std::size_t> _pending_total{0};     // written under the send lock

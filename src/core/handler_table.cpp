@@ -11,6 +11,13 @@ std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull
     return h;
 }
 
+std::string table_full(bool library, std::uint32_t builtin) {
+    if (library) return "more than " + std::to_string(max_library_handlers) + " library handlers";
+    return "more than " + std::to_string(max_program_handlers) +
+           " handlers registered by the program (the library's own " + std::to_string(builtin) +
+           " are not counted)";
+}
+
 }  // namespace
 
 handler_table::handler_table()
@@ -26,13 +33,14 @@ handler_table::~handler_table() {
     }
 }
 
-std::uint32_t handler_table::add(const handler_desc& d, int rank) {
+std::uint32_t handler_table::add(const handler_desc& d, int rank, bool library,
+                                 std::uint32_t builtin) {
     const std::uint32_t i = _count.load(std::memory_order_relaxed);
-    if (i >= max_handlers) {
+    const std::uint32_t limit = library ? max_library_handlers : builtin + max_program_handlers;
+    if (i >= limit) {
         if (d.destroy) d.destroy(d.obj);
-        throw error(errc::too_large, "am::context::handler: rank " + std::to_string(rank) +
-                                         ": more than " + std::to_string(max_handlers) +
-                                         " handlers registered");
+        throw error(errc::too_large, "am::context::handler: rank " + std::to_string(rank) + ": " +
+                                         table_full(library, builtin));
     }
     handler_cold& e = _cold[i];
     e.kind = d.kind;

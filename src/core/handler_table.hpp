@@ -14,7 +14,12 @@
 
 namespace am::detail {
 
-inline constexpr std::uint32_t max_handlers = 1024;
+/// Handlers a program may register on one rank (docs/semantics.md "Limits").
+inline constexpr std::uint32_t max_program_handlers = 1024;
+/// Room for the library's own handlers (the layers register theirs before the program's).
+inline constexpr std::uint32_t max_library_handlers = 64;
+inline constexpr std::uint32_t max_handlers = max_program_handlers + max_library_handlers;
+static_assert(max_handlers <= 0xffff, "the wire header carries a 16-bit handler index");
 
 /// Wire signature of a handler: the header's {u8 kind, u8 nargs} read as one u16.
 constexpr std::uint16_t signature_of(category kind, unsigned nargs) noexcept {
@@ -46,8 +51,10 @@ class handler_table {
     handler_table(const handler_table&) = delete;
     handler_table& operator=(const handler_table&) = delete;
 
-    /// Appends an entry; throws am::error when the table is full.
-    std::uint32_t add(const handler_desc& d, int rank);
+    /// Appends an entry: one of the library's own while `library`, else one of the program's,
+    /// which come after the library's `builtin` entries. Throws am::error when the program's
+    /// entries would exceed `max_program_handlers` (the library's, `max_library_handlers`).
+    std::uint32_t add(const handler_desc& d, int rank, bool library, std::uint32_t builtin);
     [[nodiscard]] std::uint32_t count() const noexcept {
         return _count.load(std::memory_order_acquire);
     }

@@ -325,6 +325,8 @@ static void ping_handler(am_token_t* t, const uint64_t* args, unsigned nargs, vo
         case REPLY_BAD_HANDLER:
             EXPECT_ERR(s, "am_reply_short", am_reply_short(t, 999, args, 1), AM_ERR_BAD_HANDLER,
                        "handler 999 is not registered");
+            EXPECT_ERR(s, "am_reply_short", am_reply_short(t, 3, args, 1), AM_ERR_BAD_HANDLER,
+                       "handler 3 is not registered");
             break;
         default:
             break;
@@ -526,6 +528,20 @@ static int scenario_bad_handler(rank_state* s) {
     EXPECT_ERR(s, "am_request_short",
                am_request_short(s->ctx, s->right, AM_HANDLER_INVALID, args, 1), AM_ERR_BAD_HANDLER,
                "not registered");
+    /* The library's own handlers sit below the program's: never reachable from C, whatever
+     * their signature (index 3 was an rma handler taking short messages). */
+    for (am_handler_t h = 0; h < s->ping; ++h) {
+        char which[64];
+        snprintf(which, sizeof which, "handler %u is not registered", (unsigned)h);
+        for (unsigned n = 0; n <= 3; ++n) {
+            EXPECT_ERR(s, "am_request_short", am_request_short(s->ctx, s->right, h, args, n),
+                       AM_ERR_BAD_HANDLER, which, table + strlen("handler 999 is not registered "));
+        }
+        EXPECT_ERR(s, "am_request_medium", am_request_medium(s->ctx, s->right, h, "x", 1, args, 2),
+                   AM_ERR_BAD_HANDLER, which);
+        EXPECT_ERR(s, "am_request_long", am_request_long(s->ctx, s->right, h, "x", 1, 0, args, 1),
+                   AM_ERR_BAD_HANDLER, which);
+    }
     EXPECT_ERR(s, "am_request_short", am_request_short(s->ctx, s->right, s->ping, args, 2),
                AM_ERR_BAD_HANDLER, "takes short messages with 1 arguments, not short with 2");
     EXPECT_ERR(s, "am_request_medium",
