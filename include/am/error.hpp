@@ -16,13 +16,14 @@ enum class errc : int {
     too_large = 3,    ///< payload or argument count over a limit
     bad_reply = 4,    ///< second reply, reply outside a request handler
     bad_context = 5,  ///< call not allowed here (request from a reply handler, wait in a handler)
-    out_of_segment = 6,     ///< long payload outside the target's registered segment
-    handler_mismatch = 7,   ///< ranks registered different handler tables
-    aborted = 8,            ///< the job is going down: a rank died or called abort
-    system = 9,             ///< an operating-system call failed during set-up
-    invalid_argument = 10,  ///< any other bad argument (configuration, null pointer)
-    no_memory = 11,         ///< the segment has no free block of the requested size
-    timeout = 12            ///< an epoch did not end within `config::epoch_timeout`
+    out_of_segment = 6,       ///< long payload outside the target's registered segment
+    handler_mismatch = 7,     ///< ranks registered different handler tables
+    aborted = 8,              ///< the job is going down: a rank died or called abort
+    system = 9,               ///< an operating-system call failed during set-up
+    invalid_argument = 10,    ///< any other bad argument (configuration, null pointer)
+    no_memory = 11,           ///< the segment has no free block of the requested size
+    timeout = 12,             ///< an epoch did not end within `config::epoch_timeout`
+    collective_mismatch = 13  ///< ranks called different collectives (e.g. barrier vs epoch end)
 };
 
 /// Thrown by `am` calls on misuse and on job failure. `what()` names the call, the rank and the

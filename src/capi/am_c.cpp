@@ -33,6 +33,7 @@ static_assert(AM_ERR_SYSTEM == static_cast<int>(am::errc::system));
 static_assert(AM_ERR_INVALID_ARGUMENT == static_cast<int>(am::errc::invalid_argument));
 static_assert(AM_ERR_NO_MEMORY == static_cast<int>(am::errc::no_memory));
 static_assert(AM_ERR_TIMEOUT == static_cast<int>(am::errc::timeout));
+static_assert(AM_ERR_COLLECTIVE_MISMATCH == static_cast<int>(am::errc::collective_mismatch));
 static_assert(AM_MAX_ARGS == am::max_args);
 static_assert(alignof(am_counter_t) >= std::atomic_ref<std::uint64_t>::required_alignment);
 
@@ -293,6 +294,7 @@ const char* const status_strings[] = {
     "AM_ERR_INVALID_ARGUMENT: invalid argument",
     "AM_ERR_NO_MEMORY: the segment has no free block of the requested size",
     "AM_ERR_TIMEOUT: an epoch did not end within AM_EPOCH_TIMEOUT",
+    "AM_ERR_COLLECTIVE_MISMATCH: ranks called different collectives at the same point",
 };
 
 void run_c_rank(am::context& ctx, am_rank_fn rank_fn, void* arg) {

@@ -516,25 +516,26 @@ void context_impl::barrier() {
     check_tables();
 }
 
-void context_impl::allgather(const void* in, void* out, std::size_t bytes, const char* call) {
+void context_impl::allgather(transport::coll kind, const void* in, void* out, std::size_t bytes,
+                             const char* call) {
     if (in_handler()) fail(errc::bad_context, call, _rank, "called from a handler");
     if (bytes > _tp.max_gather_bytes()) {
         fail(errc::too_large, call, _rank,
              std::to_string(bytes) + " bytes per rank exceed the bootstrap limit of " +
                  std::to_string(_tp.max_gather_bytes()));
     }
-    _tp.allgather(in, out, bytes, [this] { return poll(); }, {});
+    _tp.allgather(kind, in, out, bytes, [this] { return poll(); }, {});
 }
 
-void context_impl::allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
-                                 const transport::idle_fn& idle, const char* call) {
+void context_impl::allreduce_sum(transport::coll kind, const std::uint64_t* in, std::uint64_t* out,
+                                 std::size_t n, const transport::idle_fn& idle, const char* call) {
     if (in_handler()) fail(errc::bad_context, call, _rank, "called from a handler");
     if (n > transport::transport::max_reduce_words) {
         fail(errc::too_large, call, _rank,
              std::to_string(n) + " words exceed the reduction limit of " +
                  std::to_string(transport::transport::max_reduce_words));
     }
-    _tp.allreduce_sum(in, out, n, idle);
+    _tp.allreduce_sum(kind, in, out, n, idle);
 }
 
 void context_impl::check_tables() {
@@ -560,7 +561,8 @@ void context_impl::check_tables() {
         if (!same) _sealed.store(before, std::memory_order_relaxed);
     };
     _tp.allgather(
-        &mine, all.data(), sizeof mine, [this] { return poll(); }, check);
+        transport::coll::handshake, &mine, all.data(), sizeof mine, [this] { return poll(); },
+        check);
     if (!same) report_mismatch(static_cast<std::uint32_t>(most));
 }
 
@@ -582,7 +584,8 @@ void context_impl::report_mismatch(std::uint32_t max_count) {
         } else {
             std::snprintf(mine.name, sizeof mine.name, "%s", "(nothing)");
         }
-        _tp.allgather(&mine, all.data(), sizeof mine, [this] { return poll(); }, {});
+        _tp.allgather(transport::coll::handshake_report, &mine, all.data(), sizeof mine,
+                      [this] { return poll(); }, {});
         for (int r = 1; r < _size; ++r) {
             if (all[r].digest == all[0].digest) continue;
             // Entries count from the program's first handler; the library's own come first.
@@ -599,7 +602,7 @@ void context_impl::report_mismatch(std::uint32_t max_count) {
     fail(errc::handler_mismatch, "am::context::barrier", _rank, "handler tables differ");
 }
 
-void context_impl::quiesce() {
+void context_impl::quiesce(transport::coll kind) {
     struct counts {
         std::uint64_t sent, received, pending;
     };
@@ -616,7 +619,7 @@ void context_impl::quiesce() {
             if (handled == 0) util::backoff(backoff, _tp.spin_limit());
         }
         const counts mine{total_sent(), total_received(), _pending_total.load()};
-        _tp.allgather(&mine, all.data(), sizeof mine, [this] { return poll(); }, {});
+        _tp.allgather(kind, &mine, all.data(), sizeof mine, [this] { return poll(); }, {});
         counts sum{0, 0, 0};
         for (const counts& c : all) {
             sum.sent += c.sent, sum.received += c.received, sum.pending += c.pending;

@@ -69,12 +69,14 @@ class context_impl final : public transport::message_sink {
     void deliver(int source, unsigned lane, std::byte* msg, std::size_t len) final;
     void barrier();
     /// Collective exchange of `bytes` per rank (≤ the transport's gather limit); polls while
-    /// it waits. Not callable from a handler.
-    void allgather(const void* in, void* out, std::size_t bytes, const char* call);
+    /// it waits. Not callable from a handler. `kind` names the operation to the other ranks
+    /// (a rank in another collective fails the job, see transport::coll).
+    void allgather(transport::coll kind, const void* in, void* out, std::size_t bytes,
+                   const char* call);
     /// Element-wise sum over all ranks (≤ transport::max_reduce_words words), calling `idle`
     /// while it waits. Not callable from a handler.
-    void allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
-                       const transport::idle_fn& idle, const char* call);
+    void allreduce_sum(transport::coll kind, const std::uint64_t* in, std::uint64_t* out,
+                       std::size_t n, const transport::idle_fn& idle, const char* call);
     /// Runs `f` while no handler runs on another thread of this rank (under the poll lock
     /// when a progress thread or several threads share the context). `f` must not send.
     template <class F>
@@ -102,8 +104,9 @@ class context_impl final : public transport::message_sink {
     }
     /// True while a progress thread shares this context (layers then lock their state).
     [[nodiscard]] bool locking() const noexcept { return _locking; }
-    /// Returns when every message sent by any rank has been handled (collective).
-    void quiesce();
+    /// Returns when every message sent by any rank has been handled (collective): called by
+    /// the program (`quiesce`) or by am::run once the rank function returned (`end_of_run`).
+    void quiesce(transport::coll kind = transport::coll::quiesce);
     void idle(unsigned& backoff);
     [[nodiscard]] bool in_handler() const noexcept {
         return (t_frame & ~std::uintptr_t{1}) == frame_of(this, 0);

@@ -56,7 +56,7 @@ detail::rank_session::~rank_session() {
 }
 
 void detail::rank_session::finish() {
-    _impl.quiesce();
+    _impl.quiesce(transport::coll::end_of_run);
     _impl.stop_progress_thread();
     if (_print_stats) {
         std::fputs((_impl.snapshot().to_string() + _models.typed().report()).c_str(), stderr);

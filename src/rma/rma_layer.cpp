@@ -180,7 +180,7 @@ void rma_layer::deallocate(int rank, std::uint64_t offset) {
 }
 
 void rma_layer::exchange(const void* in, void* out, std::size_t bytes) {
-    _core.allgather(in, out, bytes, "am::context::exchange");
+    _core.allgather(transport::coll::exchange, in, out, bytes, "am::context::exchange");
 }
 
 void* rma_layer::local(int rank, std::uint64_t offset, std::size_t bytes) const noexcept {

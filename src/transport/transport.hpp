@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace am::transport {
 
@@ -23,6 +24,44 @@ class message_sink {
   protected:
     ~message_sink() = default;
 };
+
+/// What a bootstrap collective is for. The n-th collective of every rank must be the same
+/// operation: each carries its kind, its size and the rank's sequence number, and a rank that
+/// meets a different one fails the job naming the ranks and both calls (`errc::
+/// collective_mismatch`) instead of matching it.
+enum class coll : std::uint8_t {
+    barrier = 1,       // a transport barrier
+    handshake,         // am::context::barrier: handler-table digests
+    handshake_report,  // am::context::barrier: the tables differ, entries compared
+    exchange,          // am::context::exchange
+    epoch_end,         // am::epoch::end: a round of the termination detector
+    quiesce,           // am::context::quiesce
+    end_of_run,        // am::run: the quiescence after the rank function returned
+};
+
+/// The call a collective kind belongs to, as the program sees it.
+const char* to_string(coll kind) noexcept;
+
+/// A collective as a 64-bit word: sequence number, kind and size per rank (bytes of an
+/// allgather; 0 where ranks may contribute different sizes). Equal words: the same call.
+struct coll_id {
+    std::uint64_t word;
+    static coll_id make(std::uint32_t seq, coll kind, std::uint32_t size) noexcept {
+        return {std::uint64_t{seq} << 32 | std::uint64_t{static_cast<std::uint8_t>(kind)} << 24 |
+                (size & 0xffffffu)};
+    }
+    [[nodiscard]] std::uint32_t seq() const noexcept {
+        return static_cast<std::uint32_t>(word >> 32);
+    }
+    [[nodiscard]] coll kind() const noexcept { return static_cast<coll>((word >> 24) & 0xff); }
+    [[nodiscard]] std::uint32_t size() const noexcept { return word & 0xffffffu; }
+};
+
+/// The error text for ranks whose collectives do not match: `ids[r]` is rank r's word. Groups
+/// the ranks by call, e.g. "collectives do not match at collective #7: rank 0 called
+/// am::epoch::end while ranks 1-3 returned from the rank function (the quiescence at the end
+/// of am::run)".
+std::string describe_mismatch(const std::vector<std::uint64_t>& ids);
 
 /// Called while a blocking bootstrap collective waits, so the rank keeps handling messages.
 /// Returns how many it handled: the wait backs off only while nothing arrives.
@@ -59,18 +98,25 @@ class transport {
     [[nodiscard]] virtual std::span<std::byte> segment(int rank) noexcept = 0;
 
     /// Bootstrap collectives: block until every rank has joined, calling `idle` while waiting.
-    virtual void barrier(const idle_fn& idle) = 0;
+    /// `kind` says which operation this is; when the ranks' collectives differ (kind or size),
+    /// every rank throws am::error(errc::collective_mismatch) naming the ranks and their calls
+    /// (and fails the job) instead of matching them.
+    virtual void barrier(coll kind, const idle_fn& idle) = 0;
     /// Every rank contributes `bytes` (≤ `max_gather_bytes()`); `out` receives size()×bytes.
     /// `gathered`, when given, runs once `out` is complete, before the call returns.
-    virtual void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
-                           const done_fn& gathered) = 0;
+    virtual void allgather(coll kind, const void* in, void* out, std::size_t bytes,
+                           const idle_fn& idle, const done_fn& gathered) = 0;
     [[nodiscard]] virtual std::size_t max_gather_bytes() const noexcept = 0;
     /// Element-wise sum of `n` counters over all ranks (n ≤ `max_reduce_words`) into `out`,
     /// calling `idle` while it waits. The default gathers and adds; transports override it
     /// with something cheaper (one barrier over shared slots, MPI_Iallreduce).
-    virtual void allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
-                               const idle_fn& idle);
+    virtual void allreduce_sum(coll kind, const std::uint64_t* in, std::uint64_t* out,
+                               std::size_t n, const idle_fn& idle);
     static constexpr std::size_t max_reduce_words = 32;
+    /// While this rank waits in a collective: which ranks have not joined it yet, e.g. "rank
+    /// 3 has not joined am::epoch::end (collective #12)"; empty when not known (over MPI) or
+    /// when no collective is in progress. For diagnoses (AM_EPOCH_TIMEOUT).
+    [[nodiscard]] virtual std::string collective_stragglers() const { return {}; }
 
     /// Non-empty once the job is going down (another rank failed or aborted): the reason.
     [[nodiscard]] virtual bool job_failed() const noexcept = 0;
@@ -83,10 +129,19 @@ class transport {
   protected:
     transport(int rank, int size) : _rank(rank), _size(size) {}
 
+    /// The word of this rank's next collective (numbered from 1).
+    coll_id next_collective(coll kind, std::uint32_t size) noexcept {
+        return coll_id::make(++_coll_seq, kind, size);
+    }
+    /// Throws am::error(collective_mismatch) after failing the job, naming the ranks and
+    /// calls of `ids`, from the point of view of this rank's call `mine`.
+    [[noreturn]] void collective_mismatch(coll_id mine, const std::vector<std::uint64_t>& ids);
+
   private:
     int _rank;
     int _size;
     unsigned _spin = 256;
+    std::uint32_t _coll_seq = 0;
 };
 
 }  // namespace am::transport

@@ -465,9 +465,13 @@ void typed_layer::check_timeout(const wave_state& w) const {
     print_diagnosis(w, "did not end within AM_EPOCH_TIMEOUT");
     char secs[32];
     std::snprintf(secs, sizeof secs, "%g", _timeout);
+    // The ranks that never joined this round of the detector (stopped polling, or stuck in
+    // their own code) are the likely cause: name them where the transport can tell.
+    const std::string missing = _core->transport().collective_stragglers();
     fail(errc::timeout, "am::epoch::end",
          "epoch " + std::to_string(_epoch) + " did not end within " + secs +
-             " s (AM_EPOCH_TIMEOUT); the counts of every rank are printed above");
+             " s (AM_EPOCH_TIMEOUT)" + (missing.empty() ? "" : "; " + missing) +
+             "; the counts of every rank are printed above");
 }
 
 std::uint64_t typed_layer::end(std::uint64_t value, epoch_stats& out) {
@@ -489,7 +493,7 @@ std::uint64_t typed_layer::end(std::uint64_t value, epoch_stats& out) {
     try {
         for (;;) {
             const std::size_t n = contribution(slot, value, words, w);
-            _core->allreduce_sum(words, sum, n, idle, call);
+            _core->allreduce_sum(transport::coll::epoch_end, words, sum, n, idle, call);
             ++w.waves;
             if (detect(sum, n, w)) break;
             check_timeout(w);

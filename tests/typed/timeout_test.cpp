@@ -30,9 +30,12 @@ class typed_timeout : public spmd_test {
     }
 };
 
-// Rank 0 opens a second epoch the others never open, sends 5 messages one by one and 3
-// coalesced to rank 1 in it, and ends it: the end times out, rank 0 prints its counts of the
-// epoch (8 sent to rank 1 in 6 batches, none handled there) and the job fails.
+// Rank 0 opens a second epoch the others never open (they wait for a message that never
+// comes, polling), sends 5 messages one by one and 3 coalesced to rank 1 in it, and ends it:
+// the end times out, rank 0 prints its counts of the epoch (8 sent to rank 1 in 6 batches,
+// none handled there), names the ranks that never joined the end, and the job fails. (Had the
+// others returned, their end-of-run quiescence would meet the epoch's end: a collective
+// mismatch, reported at once — tests/collective.)
 TEST_P(typed_timeout, one_rank_opens_an_extra_epoch) {
     const auto [rc, out] = timed_out_job([](am::context& ctx) {
         const int me = ctx.rank();
@@ -43,7 +46,11 @@ TEST_P(typed_timeout, one_rank_opens_an_extra_epoch) {
             am::epoch e(ctx);
             type.send(item{1, me, 0}, (me + 1) % ctx.size());
         }
-        if (me != 0) return;
+        if (me != 0) {
+            am::counter never(ctx);
+            never.wait(1);  // polls (handling rank 0's messages) until the job is aborted
+            return;
+        }
         am::epoch e(ctx);
         for (std::uint32_t i = 0; i < 5; ++i) type.send(item{2, me, i}, 1);
         for (std::uint32_t i = 0; i < 3; ++i) buf.send(item{2, me, i}, 1);
@@ -55,7 +62,8 @@ TEST_P(typed_timeout, one_rank_opens_an_extra_epoch) {
          {"am: rank 0: epoch 2 did not end within AM_EPOCH_TIMEOUT (ending for ",
           "general detector",
           "am: rank 0:   type 0 \"probe\": to rank 1 sent 8 in 6 batches; from rank 1 handled 0",
-          "am::epoch::end: rank 0: epoch 2 did not end within 1 s (AM_EPOCH_TIMEOUT)"}) {
+          "am::epoch::end: rank 0: epoch 2 did not end within 1 s (AM_EPOCH_TIMEOUT)",
+          "not joined am::epoch::end (collective #"}) {
         EXPECT_TRUE(am_test::contains(out, part)) << "\"" << part << "\" not in:\n" << out;
     }
     // Only epoch 2's counts: nothing of epoch 1 (sent to rank 1 % size) is listed.

@@ -121,6 +121,22 @@ void ensure_initialized(bool progress_thread) {
     }
 }
 
+// ------------------------------------------------------------------- tagged reductions
+
+// Words of a collective's reduction: the minimum and the complemented maximum of the ranks'
+// collective words, then the counters to sum.
+constexpr std::size_t tagged_words = 2 + transport::max_reduce_words;
+
+extern "C" void combine_tagged(void* in, void* inout, int* len, MPI_Datatype*) {
+    const auto* a = static_cast<const std::uint64_t*>(in);
+    auto* b = static_cast<std::uint64_t*>(inout);
+    for (int e = 0; e < *len; ++e, a += tagged_words, b += tagged_words) {
+        b[0] = a[0] < b[0] ? a[0] : b[0];
+        b[1] = a[1] < b[1] ? a[1] : b[1];
+        for (std::size_t i = 2; i < tagged_words; ++i) b[i] += a[i];
+    }
+}
+
 // ---------------------------------------------------------------------------- node grouping
 
 /// The ranks that share memory with this one, and the region they share.
@@ -134,18 +150,30 @@ struct node {
     void* private_base = nullptr;  // a node of one: anonymous memory
     std::size_t private_bytes = 0;
     std::byte* base = nullptr;
+    // One element of `tagged_words` counters and its operation (the collectives' reduction).
+    MPI_Datatype tagged_type = MPI_DATATYPE_NULL;
+    MPI_Op tagged_op = MPI_OP_NULL;
 
     node() = default;
     node(const node&) = delete;
     node& operator=(const node&) = delete;
     ~node() {
         if (private_base != nullptr) munmap(private_base, private_bytes);
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (finalized) return;
+        if (tagged_op != MPI_OP_NULL) MPI_Op_free(&tagged_op);
+        if (tagged_type != MPI_DATATYPE_NULL) MPI_Type_free(&tagged_type);
     }
 };
 
 /// Groups the ranks of `comm` into nodes (same host, at most `cap` consecutive host ranks when
 /// cap > 0) and maps the node's region. Collective over `comm`.
 void make_node(MPI_Comm comm, const config& cfg, int rank, int size, node& nd) {
+    check(MPI_Type_contiguous(static_cast<int>(tagged_words), MPI_UINT64_T, &nd.tagged_type),
+          "MPI_Type_contiguous");
+    check(MPI_Type_commit(&nd.tagged_type), "MPI_Type_commit");
+    check(MPI_Op_create(&combine_tagged, 1, &nd.tagged_op), "MPI_Op_create");
     MPI_Comm host = MPI_COMM_NULL, group = MPI_COMM_NULL;
     check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host),
           "MPI_Comm_split_type");
@@ -308,17 +336,15 @@ class mpi_transport final : public transport {
         return l >= 0 ? _ring.segment(l) : std::span<std::byte>{};
     }
 
-    void barrier(const idle_fn& idle) override {
-        MPI_Request r = MPI_REQUEST_NULL;
-        {
-            maybe_lock lock(_mutex, _locking);
-            check(MPI_Ibarrier(_comm, &r), "MPI_Ibarrier");
-        }
-        wait(r, idle);
+    void barrier(coll kind, const idle_fn& idle) override {
+        reduce(next_collective(kind, 0), nullptr, nullptr, 0, idle);
     }
 
-    void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
+    void allgather(coll kind, const void* in, void* out, std::size_t bytes, const idle_fn& idle,
                    const done_fn& gathered) override {
+        // The tagged reduction first: only ranks that agree on the call and its size go on to
+        // the MPI_Iallgather, so MPI never matches two different collectives.
+        reduce(next_collective(kind, static_cast<std::uint32_t>(bytes)), nullptr, nullptr, 0, idle);
         MPI_Request r = MPI_REQUEST_NULL;
         {
             maybe_lock lock(_mutex, _locking);
@@ -331,15 +357,9 @@ class mpi_transport final : public transport {
     }
     std::size_t max_gather_bytes() const noexcept override { return std::size_t{1} << 20; }
 
-    void allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+    void allreduce_sum(coll kind, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
                        const idle_fn& idle) override {
-        MPI_Request r = MPI_REQUEST_NULL;
-        {
-            maybe_lock lock(_mutex, _locking);
-            check(MPI_Iallreduce(in, out, static_cast<int>(n), MPI_UINT64_T, MPI_SUM, _comm, &r),
-                  "MPI_Iallreduce");
-        }
-        wait(r, idle);
+        reduce(next_collective(kind, 0), in, out, n, idle);
     }
 
     bool job_failed() const noexcept override { return _ring.job_failed(); }
@@ -379,6 +399,9 @@ class mpi_transport final : public transport {
         unsigned lane = 0;
         MPI_Request req = MPI_REQUEST_NULL;  // a large message still arriving on `_data`
     };
+
+    void reduce(coll_id id, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                const idle_fn& idle);
 
     static std::size_t index(int rank, unsigned lane) noexcept {
         return static_cast<std::size_t>(rank) * num_lanes + lane;
@@ -463,6 +486,36 @@ class mpi_transport final : public transport {
     unsigned _mpi_every;                          // polls per MPI poll
     unsigned _tick = 0;
 };
+
+// Every collective is one MPI_Iallreduce of the same shape (one `tagged_words` element): the
+// minimum and maximum of the ranks' collective words, and the sums. Equal minimum and maximum:
+// every rank made the same call. Otherwise every rank sees it in this same reduction, so all
+// of them can gather the words and report which rank called what.
+void mpi_transport::reduce(coll_id id, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                           const idle_fn& idle) {
+    std::uint64_t mine[tagged_words] = {id.word, ~id.word};
+    std::uint64_t all[tagged_words];
+    for (std::size_t i = 0; i < n; ++i) mine[2 + i] = in[i];
+    MPI_Request r = MPI_REQUEST_NULL;
+    {
+        maybe_lock lock(_mutex, _locking);
+        check(MPI_Iallreduce(mine, all, 1, _node.tagged_type, _node.tagged_op, _comm, &r),
+              "MPI_Iallreduce");
+    }
+    wait(r, idle);
+    if (all[0] == id.word && ~all[1] == id.word) {
+        for (std::size_t i = 0; i < n; ++i) out[i] = all[2 + i];
+        return;
+    }
+    std::vector<std::uint64_t> ids(static_cast<std::size_t>(size()));
+    {
+        maybe_lock lock(_mutex, _locking);
+        check(MPI_Iallgather(&id.word, 1, MPI_UINT64_T, ids.data(), 1, MPI_UINT64_T, _comm, &r),
+              "MPI_Iallgather");
+    }
+    wait(r, idle);
+    collective_mismatch(id, ids);
+}
 
 void mpi_transport::isend(buffer b, std::size_t bytes, int dest, int tag, MPI_Comm comm) {
     MPI_Request r = MPI_REQUEST_NULL;

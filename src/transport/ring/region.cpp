@@ -110,7 +110,50 @@ std::span<std::byte> ring_transport::segment(int rank) noexcept {
     return {_region.segment(rank), _region.header().l.segment_bytes};
 }
 
-void ring_transport::barrier(const idle_fn& idle) {
+void ring_transport::join(coll kind, std::uint32_t bytes, const idle_fn& idle) {
+    const coll_id id = next_collective(kind, bytes);
+    const unsigned parity = id.seq() & 1u;
+    // Ordered before the other ranks' reads by the barrier's acquire-release counter.
+    _region.info(rank()).coll[parity].store(id.word, std::memory_order_relaxed);
+    _joining = id;
+    struct clear {
+        coll_id& c;
+        ~clear() { c = coll_id{0}; }
+    } clear_after{_joining};
+    wait_all(idle);
+    for (int r = 0; r < size(); ++r) {
+        if (_region.info(r).coll[parity].load(std::memory_order_relaxed) == id.word) continue;
+        std::vector<std::uint64_t> ids(static_cast<std::size_t>(size()));
+        for (int q = 0; q < size(); ++q) {
+            ids[static_cast<std::size_t>(q)] =
+                _region.info(q).coll[parity].load(std::memory_order_relaxed);
+        }
+        collective_mismatch(id, ids);
+    }
+}
+
+std::string ring_transport::collective_stragglers() const {
+    const coll_id id = _joining;
+    if (id.word == 0) return {};
+    std::string missing;
+    int count = 0;
+    for (int r = 0; r < size(); ++r) {
+        const std::uint64_t w = _region.info(r).coll[id.seq() & 1u].load(std::memory_order_relaxed);
+        if (w == id.word) continue;
+        if (count++ < 16) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    if (count == 0) return {};
+    if (count > 16) missing += " and " + std::to_string(count - 16) + " more";
+    return (count == 1 ? "rank " : "ranks ") + missing + (count == 1 ? " has" : " have") +
+           " not joined " + to_string(id.kind()) + " (collective #" + std::to_string(id.seq()) +
+           ")";
+}
+
+void ring_transport::barrier(coll kind, const idle_fn& idle) {
+    join(kind, 0, idle);
+}
+
+void ring_transport::wait_all(const idle_fn& idle) {
     region_header& h = _region.header();
     const std::uint32_t gen = h.barrier_generation.load(std::memory_order_acquire);
     if (h.barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 == h.l.ranks) {
@@ -139,29 +182,29 @@ void ring_transport::barrier(const idle_fn& idle) {
     }
 }
 
-void ring_transport::allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
-                               const done_fn& gathered) {
+void ring_transport::allgather(coll kind, const void* in, void* out, std::size_t bytes,
+                               const idle_fn& idle, const done_fn& gathered) {
     if (bytes > gather_bytes) {
         throw error(errc::invalid_argument, "am: allgather of " + std::to_string(bytes) +
                                                 " bytes exceeds the limit of " +
                                                 std::to_string(gather_bytes));
     }
     std::memcpy(_region.gather_slot(rank()), in, bytes);
-    barrier(idle);
+    join(kind, static_cast<std::uint32_t>(bytes), idle);
     for (int r = 0; r < size(); ++r) {
         std::memcpy(static_cast<std::byte*>(out) + static_cast<std::size_t>(r) * bytes,
                     _region.gather_slot(r), bytes);
     }
     if (gathered) gathered();
-    barrier(idle);
+    wait_all(idle);  // no rank overwrites its slot before every rank has read it
 }
 
 // One barrier per reduction: each rank writes its words into the slot of this reduction's
 // parity, passes the barrier, and adds every rank's slot. The next reduction uses the other
 // slot, and a rank writes this one again only after the next barrier, which every rank
 // reaches after it has read this reduction's slots.
-void ring_transport::allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
-                                   const idle_fn& idle) {
+void ring_transport::allreduce_sum(coll kind, const std::uint64_t* in, std::uint64_t* out,
+                                   std::size_t n, const idle_fn& idle) {
     if (n * sizeof(std::uint64_t) > reduce_slot_bytes) {
         throw error(errc::invalid_argument, "am: allreduce of " + std::to_string(n) +
                                                 " words exceeds the limit of " +
@@ -170,7 +213,7 @@ void ring_transport::allreduce_sum(const std::uint64_t* in, std::uint64_t* out, 
     const std::size_t off = gather_bytes + _reduce_parity * reduce_slot_bytes;
     _reduce_parity ^= 1u;
     std::memcpy(_region.gather_slot(rank()) + off, in, n * sizeof(std::uint64_t));
-    barrier(idle);
+    join(kind, 0, idle);  // ranks may contribute different counts (epoch_options::depth)
     for (std::size_t i = 0; i < n; ++i) out[i] = 0;
     std::uint64_t w[reduce_slot_bytes / sizeof(std::uint64_t)];
     for (int r = 0; r < size(); ++r) {

@@ -24,6 +24,10 @@ enum class rank_state : std::uint32_t { none = 0, attached = 1, finished = 2, fa
 struct rank_info {
     std::atomic<std::uint32_t> state;
     std::atomic<std::int32_t> pid;
+    // The rank's collectives as `coll_id` words, alternating by sequence number: written before
+    // the rank enters the barrier, read by every rank after it, and again only two collectives
+    // later, by when every rank has passed the barrier in between.
+    std::atomic<std::uint64_t> coll[2];
 };
 
 /// Sizes chosen before the region exists.
@@ -128,12 +132,13 @@ class ring_transport final : public transport {
         return handled;
     }
     std::span<std::byte> segment(int rank) noexcept override;
-    void barrier(const idle_fn& idle) override;
-    void allgather(const void* in, void* out, std::size_t bytes, const idle_fn& idle,
+    void barrier(coll kind, const idle_fn& idle) override;
+    void allgather(coll kind, const void* in, void* out, std::size_t bytes, const idle_fn& idle,
                    const done_fn& gathered) override;
     std::size_t max_gather_bytes() const noexcept override { return gather_bytes; }
-    void allreduce_sum(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+    void allreduce_sum(coll kind, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
                        const idle_fn& idle) override;
+    std::string collective_stragglers() const override;
     bool job_failed() const noexcept override { return _region.failed(); }
     std::string failure_reason() const override { return _region.reason(); }
     void fail_job(std::string_view reason) noexcept override { _region.fail(reason); }
@@ -182,8 +187,14 @@ class ring_transport final : public transport {
             [&](std::byte* msg, std::size_t len) { sink.deliver(src, lane, msg, len); });
     }
     [[noreturn]] void throw_failed() const;
+    /// Enters this rank's next collective: publishes its word, passes the barrier, then checks
+    /// that every rank's word is the same (else fails the job naming the calls).
+    void join(coll kind, std::uint32_t bytes, const idle_fn& idle);
+    /// Waits until every rank has arrived (the barrier without the check).
+    void wait_all(const idle_fn& idle);
 
     region _region;
+    coll_id _joining{0};  // the collective this rank waits in, 0 outside one
     std::size_t _max_message;
     std::vector<producer> _out;   // [dest * lanes + lane]
     std::vector<consumer> _in;    // reply lane by source, then request lane by source
