@@ -7,7 +7,8 @@
 ///
 /// Ownership of MPI: whoever initialises MPI finalises it. If the program called `MPI_Init`
 /// (or `MPI_Init_thread`) before `am::run`, `am` never calls `MPI_Finalize`; otherwise `am`
-/// initialises MPI on first use and finalises it at process exit. `am` never communicates on
+/// initialises MPI on first use and finalises it at process exit (an exit while an `am` job is
+/// still open aborts the job instead: see `run`). `am` never communicates on
 /// `MPI_COMM_WORLD` or on the caller's communicator: it works on a duplicate it frees when
 /// `run` returns, so the program's own messages and collectives are never matched by `am`.
 ///
@@ -42,9 +43,10 @@ namespace am {
 /// `am`'s duplicates of `comm`. MPI ownership and threads: as for `run` (see the file comment).
 ///
 /// Failure, as in `run`: a rank that fails brings the whole MPI job down, after every
-/// reachable rank printed a message naming it. Catch exceptions thrown by `am` (or by your own
-/// code) while the session is open and pass them to `fail`; `finish` does so itself. A session
-/// destroyed by an exception (stack unwinding) also fails the job, without the exception's text.
+/// reachable rank printed a message naming it; `exit()` while the session is open is such a
+/// failure (see `run`). Catch exceptions thrown by `am` (or by your own code) while the
+/// session is open and pass them to `fail`; `finish` does so itself. A session destroyed by an
+/// exception (stack unwinding) also fails the job, without the exception's text.
 ///
 /// Thread-safety and lifetime: used by the thread that created it (the one that makes the MPI
 /// calls). Not inside `am::run` or another open session of the same process. `ctx()` is valid
@@ -99,7 +101,11 @@ class mpi_session {
 ///
 /// Returns 0 when the phase completed on every rank. A rank that throws, or a peer that dies,
 /// brings the whole MPI job down (`MPI_Abort` on `comm`, after every reachable rank printed a
-/// message naming the failed rank): an MPI job cannot continue with a rank missing.
+/// message naming the failed rank): an MPI job cannot continue with a rank missing. So does
+/// `exit()` (any status, also 0) in this process before `run` returns, from `fn`, a handler or
+/// any thread: the rank prints `am: rank R called exit(S) before finishing am::run` and ends
+/// the job with `MPI_Abort` (status S, 1 for 0) instead of hanging in `MPI_Finalize`. Exit
+/// handlers registered after the first am job of the process opened run before that check.
 /// Call it from one thread per process; not from inside another `am::run`.
 int run(MPI_Comm comm, const config& cfg, const rank_main& fn);
 /// As above with `config::from_env()`.

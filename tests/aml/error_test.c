@@ -3,7 +3,7 @@
  * Misuse of the AML API on the last rank while the others wait in aml_barrier: the job must
  * end, non-zero and in bounded time, with a message naming the call, the rank and the limit.
  *
- *   mpirun -n N aml_error_test type|negative_type|node|length|unregistered|register|nested
+ *   mpirun -n N aml_error_test type|negative_type|node|length|unregistered|register|nested|exit
  *   type          aml_send with message type 256
  *   negative_type aml_send with message type -1
  *   node          aml_send to node aml_n_pes()
@@ -11,6 +11,7 @@
  *   unregistered  aml_send with a type that has no handler
  *   register      aml_register_handler with id 256
  *   nested        aml_barrier called from a handler
+ *   exit          exit(3) between aml_init and aml_finalize
  * Prints "aml_error: ... returned" if a call that must not return does.
  */
 #include "aml.h"
@@ -52,6 +53,8 @@ int main(int argc, char** argv) {
             aml_register_handler(plain_handler, 256);
         } else if (strcmp(mode, "nested") == 0) {
             aml_send(payload, 2, 8, me);
+        } else if (strcmp(mode, "exit") == 0) {
+            exit(3);
         } else {
             fprintf(stderr, "aml_error: unknown mode '%s'\n", mode);
             MPI_Abort(MPI_COMM_WORLD, 2);

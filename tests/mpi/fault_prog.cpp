@@ -8,21 +8,54 @@
 //                        rest and the other ranks wait in a barrier.
 //   am_mpi_fault throw   rank 1 throws out of the rank function in the middle of the phase
 //                        while the others wait the same way.
+//   am_mpi_fault exit    rank 1 calls std::exit(3) in the rank function at the same point.
+//   am_mpi_fault exit_in_handler
+//                        rank 1 calls std::exit(0) in a request handler (sent to it by rank 0)
+//                        while it waits in the barrier.
+//   am_mpi_fault exit_in_progress
+//                        as exit_in_handler with a progress thread, which runs that handler:
+//                        rank 1's own thread sleeps outside am.
 //
 // The transport is mpi (mpiexec started the process), node size from AM_NODE_SIZE.
 #include <am/am.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace {
 
-void phase(am::context& ctx, bool kill) {
+enum class fault { kill, throw_, exit, exit_in_handler, exit_in_progress };
+
+// How rank 1 leaves the phase.
+void leave(am::context& ctx, fault how) {
+    switch (how) {
+        case fault::kill:
+            std::raise(SIGKILL);
+            break;
+        case fault::throw_:
+            throw std::runtime_error("deliberate failure in the middle of the phase");
+        case fault::exit:
+            std::exit(3);
+        case fault::exit_in_handler:
+            ctx.barrier();  // rank 0's request arrives while rank 1 waits here
+            break;
+        case fault::exit_in_progress:
+            std::this_thread::sleep_for(std::chrono::seconds(60));  // not polling: the
+            break;                                                  // progress thread does
+    }
+    std::fprintf(stderr, "am_mpi_fault: rank 1 is still there\n");
+}
+
+void phase(am::context& ctx, fault how) {
     const int n = ctx.size(), me = ctx.rank();
     am::counter got(ctx);
     auto take = ctx.handler([&](am::token&, std::uint64_t) { got.add(); });
+    auto quit = ctx.handler([](am::token&) { std::exit(0); });
     ctx.barrier();
     // Everybody is busy with messages when rank 1 goes: each rank sends every rank 100.
     for (int k = 0; k < 100; ++k) {
@@ -33,8 +66,10 @@ void phase(am::context& ctx, bool kill) {
     if (me == 1) {
         for (int k = 0; k < 10; ++k) ctx.request(0, take, std::uint64_t{2});
         std::fflush(stdout);
-        if (kill) std::raise(SIGKILL);
-        throw std::runtime_error("deliberate failure in the middle of the phase");
+        leave(ctx, how);
+    }
+    if (me == 0 && (how == fault::exit_in_handler || how == fault::exit_in_progress)) {
+        ctx.request(1, quit);
     }
     std::fprintf(stderr, "am_mpi_fault: rank %d waits\n", me);
     if (me == 0) {
@@ -49,11 +84,29 @@ void phase(am::context& ctx, bool kill) {
 
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode != "kill" && mode != "throw") {
-        std::fprintf(stderr, "usage: am_mpi_fault kill|throw\n");
+    fault how = fault::kill;
+    if (mode == "throw") {
+        how = fault::throw_;
+    } else if (mode == "exit") {
+        how = fault::exit;
+    } else if (mode == "exit_in_handler") {
+        how = fault::exit_in_handler;
+    } else if (mode == "exit_in_progress") {
+        how = fault::exit_in_progress;
+    } else if (mode != "kill") {
+        std::fprintf(stderr,
+                     "usage: am_mpi_fault kill|throw|exit|exit_in_handler|exit_in_progress\n");
         return 2;
     }
-    const int rc = am::run(argc, argv, [&](am::context& ctx) { phase(ctx, mode == "kill"); });
+    am::config cfg;
+    try {
+        cfg = am::config::from_env();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "am_mpi_fault: %s\n", e.what());
+        return 2;
+    }
+    if (how == fault::exit_in_progress) cfg.progress_thread = true;
+    const int rc = am::run(cfg, [&](am::context& ctx) { phase(ctx, how); });
     // Not reached when the job fails as it must (MPI_Abort ends every process); if it is, the
     // status says so.
     std::fprintf(stderr, "am_mpi_fault: am::run returned %d\n", rc);

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // A program launched through amrun by the tests: `amrun_prog ok` exchanges checked medium and
 // long messages all-to-all and exits 0; `amrun_prog kill` has rank 2 kill itself after a
-// barrier while the others wait, so the job must fail.
+// barrier while the others wait, so the job must fail; `amrun_prog exit` has rank 1 call
+// std::exit(3) there instead, and `amrun_prog exit_in_handler` std::exit(0) in a handler.
 #include <am/am.hpp>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <stdexcept>
@@ -64,13 +66,33 @@ void kill_rank_two(am::context& ctx) {
     never.wait(1);  // throws am::error(aborted) once the launcher marks the job failed
 }
 
+void exit_rank_one(am::context& ctx) {
+    ctx.barrier();
+    if (ctx.rank() == 1) std::exit(3);
+    am::counter never(ctx);
+    never.wait(1);
+}
+
+void exit_in_handler(am::context& ctx) {
+    auto quit = ctx.handler([](am::token&) { std::exit(0); });
+    ctx.barrier();
+    if (ctx.rank() == 0) ctx.request(1, quit);
+    am::counter never(ctx);
+    never.wait(1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode != "ok" && mode != "kill") {
-        std::fprintf(stderr, "usage: amrun_prog ok|kill\n");
+    const am::rank_main fn = mode == "ok"                ? am::rank_main(all_to_all)
+                             : mode == "kill"            ? am::rank_main(kill_rank_two)
+                             : mode == "exit"            ? am::rank_main(exit_rank_one)
+                             : mode == "exit_in_handler" ? am::rank_main(exit_in_handler)
+                                                         : am::rank_main();
+    if (!fn) {
+        std::fprintf(stderr, "usage: amrun_prog ok|kill|exit|exit_in_handler\n");
         return 2;
     }
-    return am::run(argc, argv, mode == "ok" ? all_to_all : kill_rank_two);
+    return am::run(argc, argv, fn);
 }

@@ -25,6 +25,7 @@
 #include <am/error.hpp>
 
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -373,7 +374,8 @@ class mpi_transport final : public transport {
         if (!first) return;
         try {
             const std::string text = failure_reason();
-            maybe_lock lock(_mutex, _locking);
+            std::unique_lock<std::mutex> lock;
+            if (!lock_within(lock, std::chrono::milliseconds(200))) return;
             for (int r = 0; r < size(); ++r) {
                 if (_node.local_of[static_cast<std::size_t>(r)] >= 0) continue;
                 buffer b = take_buffer(text.size());
@@ -390,7 +392,10 @@ class mpi_transport final : public transport {
     /// resources, so the communicators can be freed. Collective.
     void finish();
     /// The job failed: lets the failure messages leave, then aborts the MPI job.
-    [[noreturn]] void abort_job(int status);
+    [[noreturn]] void abort_job(int status) { end_job(status, true); }
+    /// exit(`status`) was called in this process while the job is open (by any thread): says
+    /// so on stderr, fails the job and aborts it. Bounded: waits for no lock for long.
+    [[noreturn]] void exit_job(int status) noexcept;
 
   private:
     struct held_msg {
@@ -457,6 +462,20 @@ class mpi_transport final : public transport {
                     "rank " + std::to_string(rank()) + ": job aborted: " + failure_reason());
     }
     void release() noexcept;
+    [[noreturn]] void end_job(int status, bool progress) noexcept;
+    /// For the failure paths: takes `_mutex` when it is shared, waiting at most `limit` for it
+    /// (a thread of the rank holds it around MPI calls, which may not return once the job has
+    /// failed); false when it could not be taken.
+    bool lock_within(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds limit) {
+        if (!_locking) return true;
+        lock = std::unique_lock<std::mutex>(_mutex, std::defer_lock);
+        const auto until = std::chrono::steady_clock::now() + limit;
+        while (!lock.try_lock()) {
+            if (std::chrono::steady_clock::now() >= until) return false;
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+        return true;
+    }
 
     MPI_Comm _comm;
     MPI_Comm _data;
@@ -485,6 +504,7 @@ class mpi_transport final : public transport {
     bool _remote;                                 // some peers are reached through MPI
     unsigned _mpi_every;                          // polls per MPI poll
     unsigned _tick = 0;
+    const std::thread::id _owner = std::this_thread::get_id();  // the thread of the job
 };
 
 // Every collective is one MPI_Iallreduce of the same shape (one `tagged_words` element): the
@@ -735,15 +755,17 @@ void mpi_transport::release() noexcept {
     }
 }
 
-void mpi_transport::abort_job(int status) {
+void mpi_transport::end_job(int status, bool progress) noexcept {
     // Let the failure messages leave (and the peers print what happened), then end the job:
     // an MPI job cannot go on with a rank missing, and MPI_Abort is bounded.
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
-    while (std::chrono::steady_clock::now() < until) {
+    while (progress && std::chrono::steady_clock::now() < until) {
         try {
-            maybe_lock lock(_mutex, _locking);
-            progress_sends();
-            if (_sreq.empty()) break;
+            std::unique_lock<std::mutex> lock;
+            if (lock_within(lock, std::chrono::milliseconds(10))) {
+                progress_sends();
+                if (_sreq.empty()) break;
+            }
         } catch (...) {
             break;
         }
@@ -755,6 +777,81 @@ void mpi_transport::abort_job(int status) {
     std::_Exit(status != 0 ? status : 1);
 }
 
+void mpi_transport::exit_job(int status) noexcept {
+    char reason[128];
+    std::snprintf(reason, sizeof reason, "rank %d called exit(%d) before finishing am::run", rank(),
+                  status);
+    std::fprintf(stderr, "am: %s\n", reason);
+    // Below MPI_THREAD_SERIALIZED (no lock) only the job's thread may call MPI; another
+    // thread raises the node's flag and goes straight to MPI_Abort, which has to do.
+    const bool may_call_mpi = _locking || std::this_thread::get_id() == _owner;
+    if (may_call_mpi) {
+        fail_job(reason);
+    } else {
+        _ring.fail_job(reason);
+    }
+    end_job(status, may_call_mpi);
+}
+
+// ------------------------------------------------------------ exit() while a job is open
+//
+// A rank that calls exit() while its job is open (in the rank function, in a handler, on any
+// thread) leaves its peers waiting in am for it, and itself in MPI_Finalize at exit
+// (`finalize_at_exit`, when am initialised MPI), which waits for them: the job would hang. A
+// hook run by exit() fails the job instead, as a throw does. exit() ends the process and an
+// exit handler cannot be withdrawn, so the hook is registered once per process and the record
+// of open jobs it reads is process-wide: an MPI process is one rank, with one open job at a
+// time (include/am/mpi.hpp; the list tolerates more). Constant-initialised and trivially
+// destructible, the record outlives every exit handler.
+
+/// An entry of the record: an open job of this process.
+struct open_job {
+    mpi_transport* tp = nullptr;
+    pid_t pid = 0;
+    open_job* next = nullptr;
+};
+
+std::mutex g_open_mutex;     // exit() may be called from any thread
+open_job* g_open = nullptr;  // newest first
+std::once_flag g_hook_once;
+
+extern "C" void fail_open_job_at_exit(int status, void* /*unused*/) {
+    // Held until the process ends: the job's thread cannot tear the transport down meanwhile.
+    // Nobody holds it for long: a job opening or closing, or another exit() ending the job.
+    std::lock_guard<std::mutex> lock(g_open_mutex);
+    // A process forked by a rank inherits the record, not the job.
+    if (g_open == nullptr || g_open->pid != getpid()) return;
+    for (const open_job* j = g_open->next; j != nullptr; j = j->next) {
+        j->tp->fail_job("another am job of its process was ended by exit()");
+    }
+    g_open->tp->exit_job(status);
+}
+
+/// Records `tp` as open (in `entry`, which outlives the record) until `record_closed`. The
+/// hook is registered after MPI_Init and `finalize_at_exit` (exit handlers run in reverse
+/// order of registration), so exit() runs it before them.
+void record_open(open_job& entry, mpi_transport& tp) {
+    std::call_once(g_hook_once, [] {
+        if (on_exit(fail_open_job_at_exit, nullptr) != 0) {
+            throw error(errc::system, "am::run: mpi transport: on_exit failed");
+        }
+    });
+    std::lock_guard<std::mutex> lock(g_open_mutex);
+    entry = open_job{&tp, getpid(), g_open};
+    g_open = &entry;
+}
+
+void record_closed(open_job& entry) noexcept {
+    std::lock_guard<std::mutex> lock(g_open_mutex);
+    for (open_job** p = &g_open; *p != nullptr; p = &(*p)->next) {
+        if (*p == &entry) {
+            *p = entry.next;
+            break;
+        }
+    }
+    entry.tp = nullptr;
+}
+
 }  // namespace
 
 // --------------------------------------------------------------------------------- the job
@@ -764,11 +861,13 @@ struct job::state {
     MPI_Comm data = MPI_COMM_NULL;
     node nd;  // outlives the transport, which works in its region
     std::unique_ptr<mpi_transport> tp;
+    open_job open;  // in the process's record from the transport's creation to `finish`
 
     state() = default;
     state(const state&) = delete;
     state& operator=(const state&) = delete;
     ~state() {
+        if (open.tp != nullptr) record_closed(open);
         tp.reset();
         if (data != MPI_COMM_NULL) MPI_Comm_free(&data);
         if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
@@ -787,6 +886,7 @@ job::job(MPI_Comm user, const config& cfg) : _s(std::make_unique<state>()) {
     MPI_Comm_size(_s->comm, &size);
     make_node(_s->comm, cfg, rank, size, _s->nd);
     _s->tp = std::make_unique<mpi_transport>(_s->comm, _s->data, rank, size, _s->nd, locking);
+    record_open(_s->open, *_s->tp);
 }
 
 job::~job() = default;
@@ -799,7 +899,8 @@ void job::finish(int status) {
     if (!_s) return;
     if (status != 0 || _s->tp->job_failed()) _s->tp->abort_job(status);
     _s->tp->finish();
-    _s.reset();  // the transport, the node's memory, then the communicators
+    record_closed(_s->open);  // exit() works as without am from here on
+    _s.reset();               // the transport, the node's memory, then the communicators
 }
 
 int launch_on(MPI_Comm user, const config& cfg, const rank_body& body) {
