@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // A program launched through amrun by the tests: `amrun_prog ok` exchanges checked medium and
 // long messages all-to-all and exits 0; `amrun_prog kill` has rank 2 kill itself after a
-// barrier while the others wait, so the job must fail.
+// barrier while the others wait, so the job must fail. Arguments after the mode are ignored
+// (tests use one to find their ranks).
 #include <am/am.hpp>
 
 #include <algorithm>
