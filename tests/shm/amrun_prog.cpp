@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // A program launched through amrun by the tests: `amrun_prog ok` exchanges checked medium and
-// long messages all-to-all and exits 0; `amrun_prog kill` has rank 2 kill itself after a
-// barrier while the others wait, so the job must fail. Arguments after the mode are ignored
-// (tests use one to find their ranks).
+// long messages all-to-all and exits 0; `amrun_prog twice` does so in two consecutive
+// `am::run` calls (a rank prints its "ok" line once per run); `amrun_prog kill` has rank 2 kill
+// itself after a barrier while the others wait, so the job must fail. Arguments after the mode
+// are ignored (tests use one to find their ranks).
 #include <am/am.hpp>
 
 #include <algorithm>
@@ -69,9 +70,13 @@ void kill_rank_two(am::context& ctx) {
 
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode != "ok" && mode != "kill") {
-        std::fprintf(stderr, "usage: amrun_prog ok|kill\n");
+    if (mode != "ok" && mode != "twice" && mode != "kill") {
+        std::fprintf(stderr, "usage: amrun_prog ok|twice|kill\n");
         return 2;
     }
-    return am::run(argc, argv, mode == "ok" ? all_to_all : kill_rank_two);
+    if (mode == "kill") return am::run(argc, argv, kill_rank_two);
+    const int first = am::run(argc, argv, all_to_all);
+    if (first != 0 || mode == "ok") return first;
+    std::fflush(stdout);  // the first run's lines come first, even through a pipe
+    return am::run(argc, argv, all_to_all);
 }

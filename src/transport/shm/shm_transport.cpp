@@ -125,10 +125,18 @@ void become_rank_child(pid_t launcher) {
     if (getppid() != launcher) _exit(1);
 }
 
-int run_rank(std::byte* base, int rank, std::uint64_t faults, const rank_body& body) {
+/// Runs `body` as `rank` of the region at `base`. With `after_all_arrive`, the run starts only
+/// once every rank has come this far.
+int run_rank(std::byte* base, int rank, std::uint64_t faults, const rank_body& body,
+             bool after_all_arrive) {
     ring::region(base).info(rank).pid.store(getpid());
     ring::ring_transport tp(base, rank);
     if (faults != 0) tp.set_faults(faults * 0x9e3779b97f4a7c15ull + static_cast<unsigned>(rank));
+    // A region that serves several runs: a rank may still be waiting in the previous run's
+    // closing barrier, which may poll once more after it was released, and would hand this
+    // run's messages to the previous run's handlers. Nothing is in flight between runs (each
+    // ends with quiescence), so this wait need not poll.
+    if (after_all_arrive) tp.barrier({});
     return body(tp);
 }
 
@@ -161,7 +169,7 @@ int run_launched_rank(const rank_body& body) {
         throw error(errc::invalid_argument, std::string("am::run: AM_RANK=") + rank_text +
                                                 " is outside [0, " + std::to_string(ranks) + ")");
     }
-    return run_rank(bytes, rank, 0, body);
+    return run_rank(bytes, rank, 0, body, true);
 }
 
 namespace {
@@ -198,7 +206,7 @@ int launch(const config& cfg, const rank_body& body) {
     return start_and_supervise(cfg, [&](shared_region& shm, int r) {
         int status = 1;
         try {
-            status = run_rank(shm.data(), r, cfg.faults, body);
+            status = run_rank(shm.data(), r, cfg.faults, body, false);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "am: rank %d: %s\n", r, e.what());
         }

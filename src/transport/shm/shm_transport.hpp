@@ -16,7 +16,8 @@ inline constexpr int kill_grace_seconds = 3;
 /// True in a process started by a launcher (`amrun`) as one rank of a shm job.
 bool launched_as_rank();
 
-/// Attaches to the launcher's region as this process's rank and runs `body`.
+/// Attaches to the launcher's region as this process's rank and runs `body`. May be called
+/// again for a further run of the same job (the descriptor stays open).
 int run_launched_rank(const rank_body& body);
 
 /// Forks `cfg.ranks` ranks of the calling program, runs `body` in each, supervises them and
