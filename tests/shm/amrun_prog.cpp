@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // A program launched through amrun by the tests: `amrun_prog ok` exchanges checked medium and
-// long messages all-to-all and exits 0; `amrun_prog kill` has rank 2 kill itself after a
-// barrier while the others wait, so the job must fail; `amrun_prog exit` has rank 1 call
-// std::exit(3) there instead, and `amrun_prog exit_in_handler` std::exit(0) in a handler.
+// long messages all-to-all and exits 0; `amrun_prog twice` does so in two consecutive
+// `am::run` calls (a rank prints its "ok" line once per run); `amrun_prog kill` has rank 2 kill
+// itself after a barrier while the others wait, so the job must fail; `amrun_prog exit` has
+// rank 1 call std::exit(3) there instead, and `amrun_prog exit_in_handler` std::exit(0) in a
+// handler. Arguments after the mode are ignored (tests use one to find their ranks).
 #include <am/am.hpp>
 
 #include <algorithm>
@@ -85,14 +87,17 @@ void exit_in_handler(am::context& ctx) {
 
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
-    const am::rank_main fn = mode == "ok"                ? am::rank_main(all_to_all)
-                             : mode == "kill"            ? am::rank_main(kill_rank_two)
-                             : mode == "exit"            ? am::rank_main(exit_rank_one)
-                             : mode == "exit_in_handler" ? am::rank_main(exit_in_handler)
-                                                         : am::rank_main();
+    const am::rank_main fn = mode == "ok" || mode == "twice" ? am::rank_main(all_to_all)
+                             : mode == "kill"                ? am::rank_main(kill_rank_two)
+                             : mode == "exit"                ? am::rank_main(exit_rank_one)
+                             : mode == "exit_in_handler"     ? am::rank_main(exit_in_handler)
+                                                             : am::rank_main();
     if (!fn) {
-        std::fprintf(stderr, "usage: amrun_prog ok|kill|exit|exit_in_handler\n");
+        std::fprintf(stderr, "usage: amrun_prog ok|twice|kill|exit|exit_in_handler\n");
         return 2;
     }
+    const int first = am::run(argc, argv, fn);
+    if (first != 0 || mode != "twice") return first;
+    std::fflush(stdout);  // the first run's lines come first, even through a pipe
     return am::run(argc, argv, fn);
 }

@@ -273,13 +273,16 @@ inline std::set<std::string> new_shm_entries(
     }
 }
 
-/// The /dev/shm path of the shm job region mapped by this process ("" when none): read
-/// from /proc/self/maps inside a shm rank, to check afterwards that exactly it is gone.
+/// The path of the shm job region mapped by this process, as /proc/self/maps shows it ("" when
+/// none): "/memfd:am-…" for a region without a name, "/dev/shm/am-…" for a named one. Read
+/// inside a shm rank, to check afterwards that the job region never had a name, or that
+/// exactly it is gone.
 inline std::string mapped_region_path() {
     std::ifstream maps("/proc/self/maps");
     std::string line;
     while (std::getline(maps, line)) {
-        const auto at = line.find("/dev/shm/am-");
+        auto at = line.find("/dev/shm/am-");
+        if (at == std::string::npos) at = line.find("/memfd:am-");
         if (at == std::string::npos) continue;
         std::string path = line.substr(at);
         if (const auto sp = path.find(' '); sp != std::string::npos) path.resize(sp);

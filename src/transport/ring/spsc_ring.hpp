@@ -6,7 +6,9 @@
 // message, padded to 8 bytes; it starts at `position & mask` and, when it starts near the end,
 // simply runs on into the pad. So a record is always contiguous and neither side ever handles
 // a wrap: the logical bytes it covers past the end are the start of the ring, which the next
-// record's position skips over.
+// record's position skips over. A view starts at the ring's shared positions, not at 0: a ring
+// outlives its views when one region serves several `am::run` calls of a process (shm under
+// amrun), and the next run's views carry on where the last run's stopped.
 #pragma once
 
 #include <atomic>
@@ -43,8 +45,13 @@ constexpr std::uint64_t stride_of(std::size_t len) noexcept {
 class producer {
   public:
     producer() = default;
+    /// Starts at the published head: only this rank's producers ever wrote it.
     producer(ring_ctl* ctl, std::byte* data, std::size_t capacity) noexcept
-        : _ctl(ctl), _data(data), _capacity(capacity) {}
+        : _ctl(ctl),
+          _data(data),
+          _capacity(capacity),
+          _head(ctl->head.load(std::memory_order_relaxed)),
+          _cached_tail(ctl->tail.load(std::memory_order_acquire)) {}
 
     /// Room for a message of `len` ≤ max_message bytes, or nullptr when the ring is full.
     /// Must be followed by `commit(msg, len)` with the same length.
@@ -78,8 +85,12 @@ class producer {
 class consumer {
   public:
     consumer() = default;
+    /// Starts at the released tail: only this rank's consumers ever wrote it.
     consumer(ring_ctl* ctl, std::byte* data, std::size_t capacity) noexcept
-        : _ctl(ctl), _data(data), _mask(capacity - 1) {}
+        : _ctl(ctl),
+          _data(data),
+          _mask(capacity - 1),
+          _tail(ctl->tail.load(std::memory_order_relaxed)) {}
 
     /// True when the producer has published records not yet consumed.
     [[nodiscard]] bool ready() const noexcept {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// shm: ranks are processes on one host. The job region (rings, segments, job state) is one
-// POSIX shared-memory object with an unguessable name, mode 0600, created by the launcher and
-// unlinked as soon as every rank has mapped it (and in any case when the job ends).
+// shm: ranks are processes on one host. The job region (rings, segments, job state) is a memfd
+// created by the launcher, without a name: forked ranks inherit its mapping, exec'd ranks its
+// descriptor (AM_SHM_FD), so nothing is ever left in /dev/shm, whoever dies.
 // The launcher supervises the ranks: one that dies, or exits before finishing `am::run`,
 // marks the job failed, and ranks that do not stop within 3 s are killed.
 #pragma once
@@ -16,7 +16,8 @@ inline constexpr int kill_grace_seconds = 3;
 /// True in a process started by a launcher (`amrun`) as one rank of a shm job.
 bool launched_as_rank();
 
-/// Attaches to the launcher's region as this process's rank and runs `body`.
+/// Attaches to the launcher's region as this process's rank and runs `body`. May be called
+/// again for a further run of the same job (the descriptor stays open).
 int run_launched_rank(const rank_body& body);
 
 /// Forks `cfg.ranks` ranks of the calling program, runs `body` in each, supervises them and
