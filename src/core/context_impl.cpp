@@ -50,8 +50,7 @@ context_impl::context_impl(transport::transport& tp, const config& cfg)
       _front(this),
       _rank(tp.rank()),
       _size(tp.size()),
-      _own_segment(tp.segment(tp.rank())),
-      _pending(static_cast<std::size_t>(tp.size()) * transport::num_lanes) {
+      _own_segment(tp.segment(tp.rank())) {
     const std::size_t room = tp.max_message() - fixed_bytes(max_args);
     _max_medium = cfg.max_medium < room ? cfg.max_medium : room;
     _header_base = static_cast<std::uint64_t>(_rank) << 32;
@@ -163,7 +162,7 @@ bool context_impl::copy_long_payload(const send_desc& d) const {
 bool context_impl::try_inject(const send_desc& d, std::size_t bytes, bool inline_long) {
     const unsigned lane = static_cast<unsigned>(d.ln);
     if (_pending_total != 0 &&
-        !_pending[static_cast<std::size_t>(d.dest) * transport::num_lanes + lane].empty()) {
+        _pending.contains(static_cast<std::size_t>(d.dest) * transport::num_lanes + lane)) {
         return false;  // keep per-(destination, lane) order behind the queued messages
     }
     std::byte* p = _tp.try_reserve(d.dest, lane, bytes);
@@ -191,8 +190,9 @@ void context_impl::enqueue(const send_desc& d, std::size_t bytes, bool inline_lo
 
 void context_impl::flush_pending() {
     maybe_lock lock(_send_mutex, _locking);
-    for (std::size_t q = 0; q < _pending.size() && _pending_total != 0; ++q) {
-        auto& queue = _pending[q];
+    for (auto it = _pending.begin(); it != _pending.end();) {
+        const std::size_t q = it->first;
+        auto& queue = it->second;
         const int dest = static_cast<int>(q / transport::num_lanes);
         const unsigned lane = static_cast<unsigned>(q % transport::num_lanes);
         while (!queue.empty()) {
@@ -204,6 +204,7 @@ void context_impl::flush_pending() {
             queue.pop_front();
             --_pending_total;
         }
+        it = queue.empty() ? _pending.erase(it) : std::next(it);
     }
     update_slow_path();
 }

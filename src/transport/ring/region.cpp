@@ -18,6 +18,10 @@ constexpr std::size_t page = 4096;
 constexpr std::size_t ring_stride(std::size_t ring_bytes) {
     return sizeof(ring_ctl) + align_up(data_bytes(ring_bytes), 64);
 }
+// The count on a line of its own (read by every poll of its rank), then the entries.
+constexpr std::size_t announce_stride(std::size_t ranks) {
+    return 64 + align_up(ranks * num_lanes * sizeof(std::uint32_t), 64);
+}
 
 }  // namespace
 
@@ -29,7 +33,8 @@ region_layout layout(const region_params& p) {
     h.segment_bytes = p.segment_bytes;
     h.ranks_off = align_up(sizeof(region_header), 64);
     h.gather_off = align_up(h.ranks_off + n * sizeof(rank_info), 64);
-    h.rings_off = align_up(h.gather_off + n * gather_slot_bytes, page);
+    h.announce_off = align_up(h.gather_off + n * gather_slot_bytes, 64);
+    h.rings_off = align_up(h.announce_off + n * announce_stride(n), page);
     h.segments_off = align_up(h.rings_off + n * n * num_lanes * ring_stride(p.ring_bytes), page);
     h.total = h.segments_off + n * p.segment_bytes;
     return h;
@@ -54,6 +59,13 @@ rank_info& region::info(int rank) const noexcept {
 
 std::byte* region::gather_slot(int rank) const noexcept {
     return _base + _hdr->l.gather_off + static_cast<std::size_t>(rank) * gather_slot_bytes;
+}
+
+announce_area region::announcements(int rank) const noexcept {
+    std::byte* a = _base + _hdr->l.announce_off +
+                   static_cast<std::size_t>(rank) * announce_stride(_hdr->l.ranks);
+    return {reinterpret_cast<std::atomic<std::uint32_t>*>(a),
+            reinterpret_cast<std::atomic<std::uint32_t>*>(a + 64)};
 }
 
 ring_ctl* region::ring(int src, int dst, unsigned lane) const noexcept {
@@ -89,21 +101,46 @@ std::string region::reason() const {
 ring_transport::ring_transport(std::byte* base, int rank)
     : transport(rank, region(base).ranks()), _region(base) {
     const int n = size();
-    const std::size_t cap = _region.header().l.ring_bytes;
-    _max_message = ring::max_message(cap);
-    _out.resize(static_cast<std::size_t>(n) * num_lanes);
-    _in.resize(static_cast<std::size_t>(n) * num_lanes);
-    for (int peer = 0; peer < n; ++peer) {
-        for (unsigned l = 0; l < num_lanes; ++l) {
-            _out[peer * num_lanes + l] =
-                producer(_region.ring(rank, peer, l), _region.ring_data(rank, peer, l), cap);
-            _in[(num_lanes - 1 - l) * n + peer] =
-                consumer(_region.ring(peer, rank, l), _region.ring_data(peer, rank, l), cap);
-        }
-    }
+    _max_message = ring::max_message(_region.header().l.ring_bytes);
+    // Rings are attached when first used (a rank of a large job talks to few peers): memory
+    // and the poll's scan follow the communication pattern, not the job's size.
+    _out = util::zeroed_array<producer>(static_cast<std::size_t>(n) * num_lanes);
+    _announced = _region.announcements(rank);
+    absorb();  // rings announced in an earlier run of this region
     _region.info(rank).state.store(static_cast<std::uint32_t>(rank_state::attached),
                                    std::memory_order_release);
     set_spin_limit(util::spin_rounds_for(n));
+}
+
+void ring_transport::attach(int dest, unsigned lane) {
+    const std::size_t cap = _region.header().l.ring_bytes;
+    ring_ctl* ctl = _region.ring(rank(), dest, lane);
+    _out[static_cast<std::size_t>(dest) * num_lanes + lane] =
+        producer(ctl, _region.ring_data(rank(), dest, lane), cap);
+    if (ctl->announced.exchange(1, std::memory_order_acq_rel) != 0) return;
+    const announce_area a = _region.announcements(dest);
+    const std::uint32_t k = a.count->fetch_add(1, std::memory_order_acq_rel);
+    const auto order = static_cast<std::uint32_t>((num_lanes - 1 - lane) * size() + rank());
+    a.entries[k].store(order + 1, std::memory_order_release);
+}
+
+void ring_transport::absorb() {
+    const std::uint32_t count = _announced.count->load(std::memory_order_acquire);
+    const std::size_t cap = _region.header().l.ring_bytes;
+    const int n = size();
+    for (; _absorbed < count; ++_absorbed) {
+        const std::uint32_t e = _announced.entries[_absorbed].load(std::memory_order_acquire);
+        if (e == 0) return;  // claimed, not written yet: the next poll takes it
+        const unsigned order = e - 1;
+        const int src = static_cast<int>(order % static_cast<unsigned>(n));
+        const unsigned lane = order < static_cast<unsigned>(n) ? num_lanes - 1 : 0;
+        in_ring r{
+            consumer(_region.ring(src, rank(), lane), _region.ring_data(src, rank(), lane), cap),
+            src, lane, order};
+        auto at = std::upper_bound(_in.begin(), _in.end(), order,
+                                   [](unsigned o, const in_ring& x) { return o < x.order; });
+        _in.insert(at, r);
+    }
 }
 
 std::span<std::byte> ring_transport::segment(int rank) noexcept {

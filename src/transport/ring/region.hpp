@@ -5,6 +5,7 @@
 // mapping for threads, POSIX shared memory for shm); it must start zero-filled.
 #pragma once
 
+#include "../../util/zeroed_array.hpp"
 #include "../transport.hpp"
 #include "spsc_ring.hpp"
 
@@ -37,7 +38,7 @@ struct region_params {
     std::size_t segment_bytes = 0;  // multiple of the page size
 };
 
-inline constexpr std::uint64_t region_magic = 0x616d2d7265676e31ull;  // "am-regn1"
+inline constexpr std::uint64_t region_magic = 0x616d2d7265676e32ull;  // "am-regn2"
 /// Each rank's gather slot: the first `gather_bytes` serve allgather, the rest holds the two
 /// alternating slots of `allreduce_sum`.
 inline constexpr std::size_t gather_bytes = 512;
@@ -51,7 +52,15 @@ struct region_layout {
     std::uint32_t reserved;
     std::uint64_t ring_bytes;
     std::uint64_t segment_bytes;
-    std::uint64_t ranks_off, gather_off, rings_off, segments_off, total;
+    std::uint64_t ranks_off, gather_off, announce_off, rings_off, segments_off, total;
+};
+
+/// A rank's announcements: the rings other ranks (and it) have started to send on, so its
+/// polls scan only those. `entries[k]` is the k-th ring's index in the receiver's scan order
+/// plus 1 (0: claimed by `count` but not written yet).
+struct announce_area {
+    std::atomic<std::uint32_t>* count;
+    std::atomic<std::uint32_t>* entries;  // num_lanes × ranks
 };
 
 struct region_header {
@@ -79,6 +88,7 @@ class region {
     [[nodiscard]] int ranks() const noexcept { return static_cast<int>(_hdr->l.ranks); }
     [[nodiscard]] rank_info& info(int rank) const noexcept;
     [[nodiscard]] std::byte* gather_slot(int rank) const noexcept;
+    [[nodiscard]] announce_area announcements(int rank) const noexcept;
     [[nodiscard]] ring_ctl* ring(int src, int dst, unsigned lane) const noexcept;
     [[nodiscard]] std::byte* ring_data(int src, int dst, unsigned lane) const noexcept;
     [[nodiscard]] std::byte* segment(int rank) const noexcept;
@@ -102,12 +112,19 @@ class ring_transport final : public transport {
 
     std::size_t max_message() const noexcept override { return _max_message; }
     std::byte* try_reserve(int dest, unsigned lane, std::size_t bytes) override {
-        return _out[static_cast<std::size_t>(dest) * num_lanes + lane].reserve(bytes);
+        producer& p = _out[static_cast<std::size_t>(dest) * num_lanes + lane];
+        std::byte* msg = p.reserve(bytes);
+        if (msg == nullptr && !p.attached()) [[unlikely]] {
+            attach(dest, lane);
+            msg = p.reserve(bytes);
+        }
+        return msg;
     }
     void commit(int dest, unsigned lane, std::byte* msg, std::size_t bytes) override {
         _out[static_cast<std::size_t>(dest) * num_lanes + lane].commit(msg, bytes);
     }
-    /// The producer of the ring to `dest` on `lane`, for callers that inline the ring.
+    /// The producer of the ring to `dest` on `lane`, for callers that inline the ring. Not
+    /// attached before the first `try_reserve` to that ring: its `reserve` returns nullptr.
     [[nodiscard]] producer& out(int dest, unsigned lane) noexcept {
         return _out[static_cast<std::size_t>(dest) * num_lanes + lane];
     }
@@ -120,14 +137,15 @@ class ring_transport final : public transport {
             throw_failed();
         if (_faults != 0) [[unlikely]]
             return poll_with_faults(sink);
-        // `_in` lists the reply rings first: replies free the peers' request credits and never
-        // wait on anything. The scan stays small; only a ring with records pays for draining.
-        consumer* in = _in.data();
-        const int n = size();
+        // Only the rings some rank has sent on are scanned (announced to this rank), reply
+        // rings first: replies free the peers' request credits and never wait on anything.
+        // The scan stays small; only a ring with records pays for draining.
+        if (_announced.count->load(std::memory_order_relaxed) != _absorbed) [[unlikely]]
+            absorb();
         std::size_t handled = 0;
-        for (int i = 0, e = 2 * n; i < e; ++i) {
-            if (in[i].ready()) [[unlikely]]
-                handled += drain_ring(sink, i);
+        for (in_ring *r = _in.data(), *e = r + _in.size(); r != e; ++r) {
+            if (r->c.ready()) [[unlikely]]
+                handled += drain_ring(sink, *r);
         }
         return handled;
     }
@@ -163,29 +181,42 @@ class ring_transport final : public transport {
             std::this_thread::yield();
             return 0;
         }
-        const int e = 2 * size();
-        const int start = static_cast<int>(next() % static_cast<std::uint64_t>(e));
+        if (_announced.count->load(std::memory_order_relaxed) != _absorbed) absorb();
+        const std::size_t e = _in.size();
+        if (e == 0) return 0;
+        const std::size_t start = next() % e;
         std::size_t handled = 0;
-        for (int k = 0; k < e; ++k) {
-            const int i = (start + k) % e;
-            if (!_in[i].ready() || next() % 2 == 0) continue;
-            const int n = size();
-            const int src = i < n ? i : i - n;
-            const unsigned lane = i < n ? 1u : 0u;
-            handled += _in[i].drain(
+        for (std::size_t k = 0; k < e; ++k) {
+            in_ring& r = _in[(start + k) % e];
+            if (!r.c.ready() || next() % 2 == 0) continue;
+            const int src = r.src;
+            const unsigned lane = r.lane;
+            handled += r.c.drain(
                 [&](std::byte* msg, std::size_t len) { sink.deliver(src, lane, msg, len); },
                 1 + next() % 4);
         }
         return handled;
     }
+    /// An incoming ring this rank scans: its consumer, source and lane, and its place in the
+    /// scan order (reply lanes first, then by source).
+    struct in_ring {
+        consumer c;
+        int src;
+        unsigned lane;
+        unsigned order;
+    };
     template <class Sink>
-    [[gnu::noinline]] std::size_t drain_ring(Sink& sink, int i) {
-        const int n = size();
-        const int src = i < n ? i : i - n;
-        const unsigned lane = i < n ? 1u : 0u;
-        return _in[i].drain(
+    [[gnu::noinline]] std::size_t drain_ring(Sink& sink, in_ring& r) {
+        const int src = r.src;
+        const unsigned lane = r.lane;
+        return r.c.drain(
             [&](std::byte* msg, std::size_t len) { sink.deliver(src, lane, msg, len); });
     }
+    /// Attaches the producer of the ring to `dest` on `lane` and announces the ring to `dest`
+    /// (once per ring, also across the runs a region serves).
+    void attach(int dest, unsigned lane);
+    /// Adds the rings announced to this rank since the last call to the scan.
+    [[gnu::noinline]] void absorb();
     [[noreturn]] void throw_failed() const;
     /// Enters this rank's next collective: publishes its word, passes the barrier, then checks
     /// that every rank's word is the same (else fails the job naming the calls).
@@ -196,10 +227,12 @@ class ring_transport final : public transport {
     region _region;
     coll_id _joining{0};  // the collective this rank waits in, 0 outside one
     std::size_t _max_message;
-    std::vector<producer> _out;   // [dest * lanes + lane]
-    std::vector<consumer> _in;    // reply lane by source, then request lane by source
-    unsigned _reduce_parity = 0;  // which of the two reduce slots the next reduction uses
-    std::uint64_t _faults = 0;    // xorshift state; 0 when fault injection is off
+    util::zeroed_array<producer> _out;  // [dest * lanes + lane]; memory only for those used
+    std::vector<in_ring> _in;           // the announced rings, in scan order
+    announce_area _announced;           // this rank's announcements
+    std::uint32_t _absorbed = 0;        // how many of them are in `_in`
+    unsigned _reduce_parity = 0;        // which of the two reduce slots the next reduction uses
+    std::uint64_t _faults = 0;          // xorshift state; 0 when fault injection is off
 };
 
 }  // namespace am::transport::ring

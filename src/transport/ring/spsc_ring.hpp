@@ -21,6 +21,9 @@ namespace am::transport::ring {
 /// The shared part of a ring: producer and consumer positions on their own cache lines.
 struct ring_ctl {
     alignas(64) std::atomic<std::uint64_t> head;  // bytes published by the producer
+    // Non-zero once the producer has announced the ring to its consumer (region.hpp): a rank
+    // scans only the rings announced to it. Written once, on the producer's line.
+    std::atomic<std::uint32_t> announced;
     alignas(64) std::atomic<std::uint64_t> tail;  // bytes released by the consumer
 };
 static_assert(sizeof(ring_ctl) == 128);
@@ -53,11 +56,16 @@ class producer {
           _head(ctl->head.load(std::memory_order_relaxed)),
           _cached_tail(ctl->tail.load(std::memory_order_acquire)) {}
 
-    /// Room for a message of `len` ≤ max_message bytes, or nullptr when the ring is full.
+    /// Attached to a ring (a view of all-zero bytes is not, and reserves nothing).
+    [[nodiscard]] bool attached() const noexcept { return _ctl != nullptr; }
+
+    /// Room for a message of `len` ≤ max_message bytes, or nullptr when the ring is full (or
+    /// the view is not attached).
     /// Must be followed by `commit(msg, len)` with the same length.
     std::byte* reserve(std::size_t len) noexcept {
         const std::uint64_t end = _head + stride_of(len);
         if (end - _cached_tail > _capacity) [[unlikely]] {
+            if (_ctl == nullptr) return nullptr;  // all-zero view: not attached to its ring yet
             _cached_tail = _ctl->tail.load(std::memory_order_acquire);
             if (end - _cached_tail > _capacity) return nullptr;
         }
