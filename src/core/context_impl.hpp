@@ -164,7 +164,7 @@ class context_impl final : public transport::message_sink {
     // that have any, so a rank's memory does not grow with the job's size (an empty deque
     // already holds ~600 bytes; 2 per peer were 1.3 GB for 1024 thread ranks).
     std::map<std::size_t, std::deque<pending_msg>> _pending;
-    std::atomic<std::size_t> _pending_total{0};     // written under the send lock
+    std::atomic<std::size_t> _pending_total{0};  // written under the send lock
     // Non-zero when a short send must take the general path: messages are queued (their count)
     // or the fast path is off (bit 62). One load on the hot path instead of two.
     std::atomic<std::uint64_t> _slow_path{0};
