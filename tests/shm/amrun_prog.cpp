@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT
 // A program launched through amrun by the tests: `amrun_prog ok` exchanges checked medium and
 // long messages all-to-all and exits 0; `amrun_prog kill` has rank 2 kill itself after a
-// barrier while the others wait, so the job must fail.
+// barrier while the others wait, so the job must fail. `stuck [R]` and `stuck_epoch [R]` leave
+// rank R (default: the last) in user code for a minute, never polling, while the job fails
+// (another rank throws; or, with AM_EPOCH_TIMEOUT, the others time out ending an epoch rank R
+// never ends): the job must still end within a bound.
 #include <am/am.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -64,13 +70,46 @@ void kill_rank_two(am::context& ctx) {
     never.wait(1);  // throws am::error(aborted) once the launcher marks the job failed
 }
 
+// Sleeps in user code without polling, long past any bound of the tests.
+void never_poll() {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+}
+
+int g_stuck = -1;  // the rank that never polls; -1: the last
+
+int stuck_of(const am::context& ctx) {
+    return g_stuck < 0 ? ctx.size() - 1 : g_stuck;
+}
+
+void stuck_rank(am::context& ctx) {
+    ctx.barrier();
+    const int stuck = stuck_of(ctx);
+    if (ctx.rank() == stuck) return never_poll();
+    if (ctx.rank() == (stuck + 1) % ctx.size()) {
+        throw std::runtime_error("rank " + std::to_string(ctx.rank()) + " gives up");
+    }
+    am::counter never(ctx);
+    never.wait(1);  // throws am::error(aborted) once rank 0 has failed the job
+}
+
+void stuck_in_epoch(am::context& ctx) {
+    am::message_type<int> type(
+        ctx, [](int) {}, "probe");
+    am::epoch e(ctx);
+    type.send(ctx.rank(), (ctx.rank() + 1) % ctx.size());
+    if (ctx.rank() == stuck_of(ctx)) return never_poll();
+    e.end();  // times out (AM_EPOCH_TIMEOUT): the last rank never ends the epoch
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode != "ok" && mode != "kill") {
-        std::fprintf(stderr, "usage: amrun_prog ok|kill\n");
-        return 2;
-    }
-    return am::run(argc, argv, mode == "ok" ? all_to_all : kill_rank_two);
+    if (argc > 2) g_stuck = std::atoi(argv[2]);
+    if (mode == "ok") return am::run(argc, argv, all_to_all);
+    if (mode == "kill") return am::run(argc, argv, kill_rank_two);
+    if (mode == "stuck") return am::run(argc, argv, stuck_rank);
+    if (mode == "stuck_epoch") return am::run(argc, argv, stuck_in_epoch);
+    std::fprintf(stderr, "usage: amrun_prog ok|kill|stuck [R]|stuck_epoch [R]\n");
+    return 2;
 }
