@@ -4,6 +4,7 @@
 #include "../util/backoff.hpp"
 #include "../util/maybe_lock.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -565,38 +566,61 @@ void context_impl::check_tables() {
 }
 
 void context_impl::report_mismatch(std::uint32_t max_count) {
-    struct entry_info {
-        std::uint64_t digest;
-        char name[240];
-    };
-    std::vector<entry_info> all(static_cast<std::size_t>(_size));
+    constexpr std::size_t width = 240;  // of each printed entry
     for (std::uint32_t i = 0; i < max_count; ++i) {
-        entry_info mine{};
-        if (i < _table.count()) {
-            const handler_cold& e = _table.cold(i);
-            mine.digest = e.digest;
-            std::string label =
-                e.name + " (" + category_name(e.kind) + ", " + std::to_string(e.nargs) + " args)";
-            if (!e.id.empty()) label += " [type " + e.id + "]";
-            std::snprintf(mine.name, sizeof mine.name, "%s", label.c_str());
-        } else {
-            std::snprintf(mine.name, sizeof mine.name, "%s", "(nothing)");
-        }
-        _tp.allgather(&mine, all.data(), sizeof mine, [this] { return poll(); }, {});
+        const std::vector<entry_label> labels = gather_labels(i);
         for (int r = 1; r < _size; ++r) {
-            if (all[r].digest == all[0].digest) continue;
+            if (labels[r].digest == labels[0].digest) continue;
             // Entries count from the program's first handler; the library's own come first.
             const std::string entry = i >= _builtin ? "entry " + std::to_string(i - _builtin) +
                                                           " of the program's handlers (table "
                                                           "index " +
                                                           std::to_string(i) + ")"
                                                     : "library entry " + std::to_string(i);
+            const auto [first, other] = around_difference(labels[0].text, labels[r].text, width);
             fail(errc::handler_mismatch, "am::context::barrier", _rank,
-                 "handler tables differ at " + entry + ": rank 0 registered " + all[0].name +
-                     ", rank " + std::to_string(r) + " registered " + all[r].name);
+                 "handler tables differ at " + entry + ": rank 0 registered " + first + ", rank " +
+                     std::to_string(r) + " registered " + other);
         }
     }
     fail(errc::handler_mismatch, "am::context::barrier", _rank, "handler tables differ");
+}
+
+// Collective. The labels travel in pieces that fit the transport's gather limit; past the
+// first piece only when the entry differs somewhere, so a report can show where two labels
+// differ however long their common part is.
+std::vector<context_impl::entry_label> context_impl::gather_labels(std::uint32_t i) {
+    constexpr std::size_t piece_bytes = 240, max_label = 16 * 1024;
+    struct piece {
+        std::uint64_t digest, length;
+        char text[piece_bytes];
+    };
+    std::string mine = "(nothing)";
+    std::uint64_t digest = 0;
+    if (i < _table.count()) {
+        mine = handler_label(_table.cold(i));
+        digest = _table.cold(i).digest;
+    }
+    if (mine.size() > max_label) mine.resize(max_label);
+    std::vector<piece> all(static_cast<std::size_t>(_size));
+    std::vector<entry_label> labels(static_cast<std::size_t>(_size));
+    std::uint64_t longest = 0;
+    bool differ = false;
+    for (std::size_t at = 0; at == 0 || (differ && at < longest); at += piece_bytes) {
+        piece p{digest, mine.size(), {}};
+        if (at < mine.size()) mine.copy(p.text, piece_bytes, at);
+        _tp.allgather(&p, all.data(), sizeof p, [this] { return poll(); }, {});
+        for (std::size_t r = 0; r < all.size(); ++r) {
+            labels[r].digest = all[r].digest;
+            differ = differ || all[r].digest != all[0].digest;
+            longest = std::max(longest, all[r].length);
+            if (at < all[r].length) {
+                labels[r].text.append(all[r].text,
+                                      std::min<std::size_t>(piece_bytes, all[r].length - at));
+            }
+        }
+    }
+    return labels;
 }
 
 void context_impl::quiesce() {

@@ -138,6 +138,12 @@ class context_impl final : public transport::message_sink {
     void reject(int source, const char* why) noexcept;
     void check_tables();
     [[noreturn]] void report_mismatch(std::uint32_t max_count);
+    struct entry_label {
+        std::uint64_t digest = 0;
+        std::string text;
+    };
+    /// Every rank's table entry `i`: digest and whole handshake label (collective).
+    std::vector<entry_label> gather_labels(std::uint32_t i);
     void progress_loop() noexcept;
     [[nodiscard, gnu::always_inline]] inline std::size_t poll_locked();
 
