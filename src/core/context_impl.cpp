@@ -59,12 +59,32 @@ context_impl::context_impl(transport::transport& tp, const config& cfg)
     _locking = cfg.thread_multiple;
     _fast = _ring != nullptr && !cfg.progress_thread && !cfg.thread_multiple;
     update_slow_path();
+    _saved_frame = t_frame;
+    t_frame = frame_of(this, home_mark);
     // The progress thread is started by am::run once the model layers have registered their
     // handlers (start_progress_thread), so no message is dispatched before they exist.
 }
 
 context_impl::~context_impl() {
     stop_progress_thread();
+    if (t_frame == frame_of(this, home_mark)) t_frame = _saved_frame;
+}
+
+// A single-threaded context (no thread_multiple, no progress thread) has no locks: a second
+// thread sending or polling on it would corrupt its rings and queues, and messages would be
+// lost ("dropped an invalid message") or the job would hang. Every entry point refuses such a
+// thread before it touches anything: the short-send hot path folds the test into the check of
+// the thread-local frame word it makes anyway (no added instruction; a miss takes the general
+// path, which checks), and the general send path, poll(), the waits, barrier() and handler
+// registration call check_thread. So release and debug builds check the same: the hot path
+// pays nothing for it. The thread id settles a miss of the mark, which can also mean that
+// another context made later on the same thread holds it.
+void context_impl::check_thread_slow(const char* call) const {
+    if (_locking || std::this_thread::get_id() == _home) return;
+    fail(errc::bad_context, call, _rank,
+         "called from a thread other than the rank's own (the one that created the context), "
+         "and the context is single-threaded; to send, poll and wait from several threads of a "
+         "rank set AM_THREAD_MULTIPLE=1 (config::thread_multiple)");
 }
 
 // ---------------------------------------------------------------------------------- sending
@@ -248,6 +268,7 @@ std::size_t context_impl::run_deferred() {
 }
 
 void context_impl::send(const send_desc& d, bool reply) {
+    check_thread(reply ? "am::token::reply" : "am::context::request");
     validate(d, reply);
     const bool inline_long = d.kind == category::long_am && !copy_long_payload(d);
     const std::size_t bytes = message_bytes(d, inline_long);
@@ -287,12 +308,15 @@ void context_impl::send_short(int dest, std::uint32_t handler, const std::uint64
     // Everything the generic path checks, in the fewest instructions: a destination in range,
     // a sealed handler whose signature is short with N arguments, no request from a reply
     // handler; then straight into the ring when nothing is queued before this message.
-    // A reply is only ever sent from a request handler (the token checked that).
+    // A reply is only ever sent from a request handler (the token checked that). A request
+    // comes from a request handler (frame: this context, lane 0) or from the rank's own thread
+    // outside handlers (this context with `home_mark`); anything else (a reply handler, another
+    // thread) takes the general path, which says what is wrong. One test covers both.
     const std::uintptr_t frame = Lane == 0 ? t_frame : 0;
     const bool ok = static_cast<unsigned>(dest) < static_cast<unsigned>(_size) &&
                     handler < _sealed.load(std::memory_order_relaxed) &&
                     _table.signature(handler) == signature_of(category::short_am, N) &&
-                    (Lane != 0 || frame != frame_of(this, 1)) &&
+                    (Lane != 0 || (frame & ~std::uintptr_t{home_mark}) == frame_of(this, 0)) &&
                     _slow_path.load(std::memory_order_relaxed) == 0;
     if (!ok) [[unlikely]]
         return send_short_slow(dest, Lane, handler, N, args);
@@ -306,7 +330,7 @@ void context_impl::send_short(int dest, std::uint32_t handler, const std::uint64
     if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
     out.commit(p, bytes);
     bump(_table.counters(handler).sent);
-    if (Lane == 0 && (frame & ~std::uintptr_t{1}) != frame_of(this, 0)) poll_after_send();
+    if (Lane == 0 && frame != frame_of(this, 0)) poll_after_send();  // not from a handler
 }
 
 void context_impl::poll_after_send() {
@@ -376,7 +400,10 @@ void context_impl::send_short_slow(int dest, unsigned lane, std::uint32_t handle
 
 std::size_t context_impl::poll() {
     if (in_handler()) return 0;
-    if (!_locking) return poll_locked();
+    if (!_locking) {
+        check_thread("am::context::poll");
+        return poll_locked();
+    }
     if (std::this_thread::get_id() == _home) return poll_shared();
     // Another thread of the rank (its progress thread, or the program's under
     // thread_multiple): a handler that throws here leaves its message unhandled and the

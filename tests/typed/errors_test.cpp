@@ -506,6 +506,42 @@ TEST_P(typed_errors_job, depth_exceeded_fails_job) {
         << out;
 }
 
+// Without thread_multiple a second thread of the rank may not send typed messages (nor open an
+// epoch): refused before anything is counted, so the epoch still ends and handles only the
+// rank's own message.
+TEST_P(typed_errors, other_thread_is_refused) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int n = ctx.size(), me = ctx.rank(), right = (me + 1) % n;
+                  std::uint64_t got = 0;
+                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  const std::vector<std::string> parts = {rank_of(ctx), "AM_THREAD_MULTIPLE=1"};
+                  const auto with = [&](const char* call) {
+                      std::vector<std::string> p = parts;
+                      p.emplace_back(call);
+                      return p;
+                  };
+                  {
+                      am::epoch e(ctx);
+                      std::thread other([&] {
+                          expect_error(
+                              [&] {
+                                  type.send(item{1, me, 0}, right);
+                              },
+                              am::errc::bad_context, with("am::message_type::send"));
+                      });
+                      other.join();
+                      type.send(item{2, me, 0}, right);
+                  }
+                  std::thread other([&] {
+                      expect_error([&] { am::epoch e(ctx); }, am::errc::bad_context,
+                                   with("am::epoch"));
+                  });
+                  other.join();
+                  EXPECT_EQ(got, 1u);
+              }),
+              0);
+}
+
 // Message types are created collectively: a rank that names one differently, or gives it a
 // different handler, makes its creation fail on every rank with errc::handler_mismatch, naming
 // rank 0 and that rank and what each created.
