@@ -37,6 +37,7 @@
 #include <string_view>
 #include <thread>
 #include <type_traits>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -219,13 +220,14 @@ inline constexpr bool cacheable_v = (std::equality_comparable<T> &&
 
 /// A message type: values of `T` sent to a rank, where `handler` runs on them. Created
 /// collectively (same types in the same order on every rank; the constructor ends with a
-/// barrier). `T` must be trivially copyable. The handler is one of
-/// `void(int source, std::span<const T> batch)`, `void(int source, const T&)` or
-/// `void(const T&)`; the per-message forms are called in a loop the compiler can inline.
-/// Handlers may send any typed message (nested sends); they run on the thread that polls.
-/// Sends must happen inside an `am::epoch` (or from a handler). Lives until the job ends on
-/// the library side; the object must outlive the layers (coalescing, dedup, combining) built
-/// on it.
+/// barrier, which throws am::error (errc::handler_mismatch) on every rank when a rank created
+/// one with another name, `T` or handler type, naming both ranks and what each created). `T` must
+/// be trivially copyable. The handler is one of `void(int source, std::span<const T> batch)`,
+/// `void(int source, const T&)` or `void(const T&)`; the per-message forms are called in a loop the
+/// compiler can inline. Handlers may send any typed message (nested sends); they run on the thread
+/// that polls. Sends must happen inside an `am::epoch` (or from a handler). Lives until the job
+/// ends on the library side; the object must outlive the layers (coalescing, dedup, combining)
+/// built on it.
 template <class T>
 class message_type {
     static_assert(std::is_trivially_copyable_v<T>,
@@ -251,11 +253,19 @@ class message_type {
         _id = detail::typed_register(_layer, name, sizeof(T), runner);
         detail::typed_layer* layer = _layer;
         const std::uint32_t id = _id;
-        auto h =
-            ctx.handler([layer, id](token& t, std::span<const std::byte> p, std::uint64_t tag) {
-                detail::typed_deliver(layer, id, t.source(), p, tag);
-            });
-        _handler = h.index;
+        auto deliver = [layer, id](token& t, std::span<const std::byte> p, std::uint64_t tag) {
+            detail::typed_deliver(layer, id, t.source(), p, tag);
+        };
+        // The core handler carries the type's name, and its type (which depends on T and the
+        // handler's type) tells the rest: the barrier's handshake finds a rank that named,
+        // typed or handled this message type differently, and reports both ranks' versions.
+        using D = decltype(deliver);
+        using K = detail::handle_t<D>;
+        const std::string label = "am::message_type \"" + std::string(name) + "\"";
+        _handler = detail::core_register(
+            ctx.impl(),
+            detail::handler_desc{K::kind, K::nargs, &detail::invoke_callable<D>, new D(deliver),
+                                 &detail::destroy_callable<D>, label, typeid(D).name()});
         detail::typed_set_handler(_layer, _id, _handler);
         ctx.barrier();
     }

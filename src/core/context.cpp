@@ -30,6 +30,12 @@ void core_reply(token& t, const send_desc& d) {
 }
 
 std::uint32_t core_register(context_impl* c, const handler_desc& h) {
+    try {
+        c->check_thread("am::context::handler");
+    } catch (...) {
+        if (h.destroy != nullptr) h.destroy(h.obj);  // owned by the table from the call on
+        throw;
+    }
     return c->add_handler(h);
 }
 
@@ -42,6 +48,7 @@ void core_idle(context_impl* c, unsigned& backoff_state) {
 }
 
 void core_check_wait(context_impl* c, const char* call) {
+    c->check_thread(call);
     if (c->in_handler()) {
         throw error(errc::bad_context, std::string(call) + ": rank " + std::to_string(c->rank()) +
                                            ": called from a handler; handlers must not block");
@@ -67,6 +74,7 @@ std::span<std::byte> context::segment() const noexcept {
     return _impl->own_segment();
 }
 void context::barrier() {
+    _impl->check_thread("am::context::barrier");
     _impl->barrier();
 }
 

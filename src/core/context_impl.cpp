@@ -4,6 +4,7 @@
 #include "../util/backoff.hpp"
 #include "../util/maybe_lock.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -57,12 +58,32 @@ context_impl::context_impl(transport::transport& tp, const config& cfg)
     _locking = cfg.thread_multiple;
     _fast = _ring != nullptr && !cfg.progress_thread && !cfg.thread_multiple;
     update_slow_path();
+    _saved_frame = t_frame;
+    t_frame = frame_of(this, home_mark);
     // The progress thread is started by am::run once the model layers have registered their
     // handlers (start_progress_thread), so no message is dispatched before they exist.
 }
 
 context_impl::~context_impl() {
     stop_progress_thread();
+    if (t_frame == frame_of(this, home_mark)) t_frame = _saved_frame;
+}
+
+// A single-threaded context (no thread_multiple, no progress thread) has no locks: a second
+// thread sending or polling on it would corrupt its rings and queues, and messages would be
+// lost ("dropped an invalid message") or the job would hang. Every entry point refuses such a
+// thread before it touches anything: the short-send hot path folds the test into the check of
+// the thread-local frame word it makes anyway (no added instruction; a miss takes the general
+// path, which checks), and the general send path, poll(), the waits, barrier() and handler
+// registration call check_thread. So release and debug builds check the same: the hot path
+// pays nothing for it. The thread id settles a miss of the mark, which can also mean that
+// another context made later on the same thread holds it.
+void context_impl::check_thread_slow(const char* call) const {
+    if (_locking || std::this_thread::get_id() == _home) return;
+    fail(errc::bad_context, call, _rank,
+         "called from a thread other than the rank's own (the one that created the context), "
+         "and the context is single-threaded; to send, poll and wait from several threads of a "
+         "rank set AM_THREAD_MULTIPLE=1 (config::thread_multiple)");
 }
 
 // ---------------------------------------------------------------------------------- sending
@@ -248,6 +269,7 @@ std::size_t context_impl::run_deferred() {
 }
 
 void context_impl::send(const send_desc& d, bool reply) {
+    check_thread(reply ? "am::token::reply" : "am::context::request");
     validate(d, reply);
     const bool inline_long = d.kind == category::long_am && !copy_long_payload(d);
     const std::size_t bytes = message_bytes(d, inline_long);
@@ -287,12 +309,15 @@ void context_impl::send_short(int dest, std::uint32_t handler, const std::uint64
     // Everything the generic path checks, in the fewest instructions: a destination in range,
     // a sealed handler whose signature is short with N arguments, no request from a reply
     // handler; then straight into the ring when nothing is queued before this message.
-    // A reply is only ever sent from a request handler (the token checked that).
+    // A reply is only ever sent from a request handler (the token checked that). A request
+    // comes from a request handler (frame: this context, lane 0) or from the rank's own thread
+    // outside handlers (this context with `home_mark`); anything else (a reply handler, another
+    // thread) takes the general path, which says what is wrong. One test covers both.
     const std::uintptr_t frame = Lane == 0 ? t_frame : 0;
     const bool ok = static_cast<unsigned>(dest) < static_cast<unsigned>(_size) &&
                     handler < _sealed.load(std::memory_order_relaxed) &&
                     _table.signature(handler) == signature_of(category::short_am, N) &&
-                    (Lane != 0 || frame != frame_of(this, 1)) &&
+                    (Lane != 0 || (frame & ~std::uintptr_t{home_mark}) == frame_of(this, 0)) &&
                     _slow_path.load(std::memory_order_relaxed) == 0;
     if (!ok) [[unlikely]]
         return send_short_slow(dest, Lane, handler, N, args);
@@ -306,7 +331,7 @@ void context_impl::send_short(int dest, std::uint32_t handler, const std::uint64
     if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
     out.commit(p, bytes);
     bump(_table.counters(handler).sent);
-    if (Lane == 0 && (frame & ~std::uintptr_t{1}) != frame_of(this, 0)) poll_after_send();
+    if (Lane == 0 && frame != frame_of(this, 0)) poll_after_send();  // not from a handler
 }
 
 void context_impl::poll_after_send() {
@@ -376,7 +401,10 @@ void context_impl::send_short_slow(int dest, unsigned lane, std::uint32_t handle
 
 std::size_t context_impl::poll() {
     if (in_handler()) return 0;
-    if (!_locking) return poll_locked();
+    if (!_locking) {
+        check_thread("am::context::poll");
+        return poll_locked();
+    }
     if (std::this_thread::get_id() == _home) return poll_shared();
     // Another thread of the rank (its progress thread, or the program's under
     // thread_multiple): a handler that throws here leaves its message unhandled and the
@@ -568,39 +596,62 @@ void context_impl::check_tables() {
 }
 
 void context_impl::report_mismatch(std::uint32_t max_count) {
-    struct entry_info {
-        std::uint64_t digest;
-        char name[240];
-    };
-    std::vector<entry_info> all(static_cast<std::size_t>(_size));
+    constexpr std::size_t width = 240;  // of each printed entry
     for (std::uint32_t i = 0; i < max_count; ++i) {
-        entry_info mine{};
-        if (i < _table.count()) {
-            const handler_cold& e = _table.cold(i);
-            mine.digest = e.digest;
-            std::string label =
-                e.name + " (" + category_name(e.kind) + ", " + std::to_string(e.nargs) + " args)";
-            if (!e.id.empty()) label += " [type " + e.id + "]";
-            std::snprintf(mine.name, sizeof mine.name, "%s", label.c_str());
-        } else {
-            std::snprintf(mine.name, sizeof mine.name, "%s", "(nothing)");
-        }
-        _tp.allgather(transport::coll::handshake_report, &mine, all.data(), sizeof mine,
-                      [this] { return poll(); }, {});
+        const std::vector<entry_label> labels = gather_labels(i);
         for (int r = 1; r < _size; ++r) {
-            if (all[r].digest == all[0].digest) continue;
+            if (labels[r].digest == labels[0].digest) continue;
             // Entries count from the program's first handler; the library's own come first.
             const std::string entry = i >= _builtin ? "entry " + std::to_string(i - _builtin) +
                                                           " of the program's handlers (table "
                                                           "index " +
                                                           std::to_string(i) + ")"
                                                     : "library entry " + std::to_string(i);
+            const auto [first, other] = around_difference(labels[0].text, labels[r].text, width);
             fail(errc::handler_mismatch, "am::context::barrier", _rank,
-                 "handler tables differ at " + entry + ": rank 0 registered " + all[0].name +
-                     ", rank " + std::to_string(r) + " registered " + all[r].name);
+                 "handler tables differ at " + entry + ": rank 0 registered " + first + ", rank " +
+                     std::to_string(r) + " registered " + other);
         }
     }
     fail(errc::handler_mismatch, "am::context::barrier", _rank, "handler tables differ");
+}
+
+// Collective. The labels travel in pieces that fit the transport's gather limit; past the
+// first piece only when the entry differs somewhere, so a report can show where two labels
+// differ however long their common part is.
+std::vector<context_impl::entry_label> context_impl::gather_labels(std::uint32_t i) {
+    constexpr std::size_t piece_bytes = 240, max_label = 16 * 1024;
+    struct piece {
+        std::uint64_t digest, length;
+        char text[piece_bytes];
+    };
+    std::string mine = "(nothing)";
+    std::uint64_t digest = 0;
+    if (i < _table.count()) {
+        mine = handler_label(_table.cold(i));
+        digest = _table.cold(i).digest;
+    }
+    if (mine.size() > max_label) mine.resize(max_label);
+    std::vector<piece> all(static_cast<std::size_t>(_size));
+    std::vector<entry_label> labels(static_cast<std::size_t>(_size));
+    std::uint64_t longest = 0;
+    bool differ = false;
+    for (std::size_t at = 0; at == 0 || (differ && at < longest); at += piece_bytes) {
+        piece p{digest, mine.size(), {}};
+        if (at < mine.size()) mine.copy(p.text, piece_bytes, at);
+        _tp.allgather(transport::coll::handshake_report, &p, all.data(), sizeof p,
+                      [this] { return poll(); }, {});
+        for (std::size_t r = 0; r < all.size(); ++r) {
+            labels[r].digest = all[r].digest;
+            differ = differ || all[r].digest != all[0].digest;
+            longest = std::max(longest, all[r].length);
+            if (at < all[r].length) {
+                labels[r].text.append(all[r].text,
+                                      std::min<std::size_t>(piece_bytes, all[r].length - at));
+            }
+        }
+    }
+    return labels;
 }
 
 void context_impl::quiesce(transport::coll kind) {

@@ -29,9 +29,12 @@ inline void bump(std::atomic<std::uint64_t>& a, std::uint64_t n = 1) noexcept {
 }
 
 /// The handler running on this thread, if any: its context's address with the lane in bit 0.
-/// Per thread, not per process: with ranks as threads every rank has its own, and a progress
-/// thread has its own too.
+/// Outside handlers, the rank's own thread holds its context's address with bit 1 set
+/// (`home_mark`): the short-send hot path, which reads this word anyway, tells from it that the
+/// calling thread may use the context. Per thread, not per process: with ranks as threads every
+/// rank has its own, and a progress thread has its own too.
 inline thread_local std::uintptr_t t_frame [[gnu::tls_model("initial-exec")]] = 0;
+inline constexpr unsigned home_mark = 2;
 
 inline std::uintptr_t frame_of(const void* c, unsigned lane) noexcept {
     return reinterpret_cast<std::uintptr_t>(c) | lane;
@@ -113,6 +116,15 @@ class context_impl final : public transport::message_sink {
         return (t_frame & ~std::uintptr_t{1}) == frame_of(this, 0);
     }
     [[nodiscard]] bool in_reply_handler() const noexcept { return t_frame == frame_of(this, 1); }
+    /// Throws am::error (errc::bad_context) naming `call` when the calling thread may not use
+    /// this context: without thread_multiple or a progress thread, only the rank's own thread
+    /// (the one that created the context) may. Cheap: one thread-local load and compare on the
+    /// rank's own thread.
+    void check_thread(const char* call) const {
+        if (_locking || (t_frame & ~std::uintptr_t{home_mark}) == frame_of(this, 0)) [[likely]]
+            return;
+        check_thread_slow(call);
+    }
     void count_reply() noexcept { bump(_replies); }
     /// The error text for a send naming `handler`, which is not in the table.
     [[nodiscard]] std::string unregistered(std::uint32_t handler) const;
@@ -141,7 +153,14 @@ class context_impl final : public transport::message_sink {
     [[nodiscard]] std::uint64_t total_received() const noexcept;
     void reject(int source, const char* why) noexcept;
     void check_tables();
+    void check_thread_slow(const char* call) const;
     [[noreturn]] void report_mismatch(std::uint32_t max_count);
+    struct entry_label {
+        std::uint64_t digest = 0;
+        std::string text;
+    };
+    /// Every rank's table entry `i`: digest and whole handshake label (collective).
+    std::vector<entry_label> gather_labels(std::uint32_t i);
     void progress_loop() noexcept;
     [[nodiscard, gnu::always_inline]] inline std::size_t poll_locked();
 
@@ -177,6 +196,7 @@ class context_impl final : public transport::message_sink {
     // The rank's own thread (it constructs the context): an exception from a handler run by
     // another thread's poll fails the job, as one escaping the rank's function does.
     std::thread::id _home = std::this_thread::get_id();
+    std::uintptr_t _saved_frame = 0;  // the home thread's t_frame before this context's mark
     std::atomic<bool> _stop{false};
 
     std::function<std::size_t()> _deferred_fn;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "handler_table.hpp"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <string>
 
 namespace am::detail {
@@ -62,25 +65,72 @@ std::uint64_t handler_table::digest(std::uint32_t n) const noexcept {
 }
 
 std::string readable_name(std::string_view pretty) {
-    // GCC: "... [with auto V = on_ping; std::string_view = ...]" or "[with T = lambda...]".
-    for (std::string_view key : {"V = ", "T = "}) {
-        const auto at = pretty.find(key);
-        if (at == std::string_view::npos) continue;
-        std::string_view rest = pretty.substr(at + key.size());
-        int depth = 0;
-        std::size_t end = 0;
-        for (; end < rest.size(); ++end) {
-            const char c = rest[end];
-            if (c == '(' || c == '<' || c == '[') ++depth;
-            if (c == ')' || c == '>' || c == ']') {
-                if (depth == 0) break;
-                --depth;
-            }
-            if (c == ';' && depth == 0) break;
-        }
-        return std::string(rest.substr(0, end));
+    // GCC: "... type_name() [with T = X; std::string_view = ...]" or "... value_name() [with
+    // auto V = on_ping; ...]"; Clang: "... type_name() [T = X]". Only those are parsed: a name
+    // given as it is (a message type's, a C handler's) may contain "T = " too.
+    std::string_view key = "T = ";
+    std::size_t at = pretty.find("am::detail::type_name() [");
+    if (at == std::string_view::npos) {
+        key = "V = ";
+        at = pretty.find("am::detail::value_name() [");
     }
-    return std::string(pretty);
+    if (at != std::string_view::npos) at = pretty.find(key, at);
+    if (at == std::string_view::npos) return std::string(pretty);
+    std::string_view rest = pretty.substr(at + key.size());
+    int depth = 0;
+    std::size_t end = 0;
+    for (; end < rest.size(); ++end) {
+        const char c = rest[end];
+        if (c == '(' || c == '<' || c == '[') ++depth;
+        if (c == ')' || c == '>' || c == ']') {
+            if (depth == 0) break;
+            --depth;
+        }
+        if (c == ';' && depth == 0) break;
+    }
+    return std::string(rest.substr(0, end));
+}
+
+namespace {
+
+// `typeid(x).name()` as C++ (GCC/Clang mangle it; the demangled form of a lambda ends with its
+// number in its function, "{lambda(am::token&, int)#2}").
+std::string demangled(const std::string& id) {
+    int status = 0;
+    char* text = abi::__cxa_demangle(id.c_str(), nullptr, nullptr, &status);
+    if (status != 0 || text == nullptr) return id;
+    std::string out(text);
+    std::free(text);
+    return out;
+}
+
+}  // namespace
+
+std::string handler_label(const handler_cold& e) {
+    std::string label =
+        e.name + " (" + category_name(e.kind) + ", " + std::to_string(e.nargs) + " args)";
+    if (!e.id.empty()) label += " [type " + demangled(e.id) + "]";
+    return label;
+}
+
+std::pair<std::string, std::string> around_difference(std::string_view a, std::string_view b,
+                                                      std::size_t width) {
+    if (a.size() <= width && b.size() <= width) return {std::string(a), std::string(b)};
+    std::size_t diff = 0;
+    while (diff < a.size() && diff < b.size() && a[diff] == b[diff]) ++diff;
+    // The start (which names the entry) stays; then the window, which shows some of the common
+    // part before the difference.
+    const std::size_t head = width / 4, lead = width / 4;
+    const std::size_t from = diff > head + lead ? diff - lead : 0;
+    const auto window = [&](std::string_view s) {
+        std::string out;
+        if (from != 0) out = std::string(s.substr(0, head)) + "...";
+        const std::size_t room = from != 0 ? width - head : width;
+        if (from < s.size()) out += s.substr(from, room);
+        if (from + room < s.size()) out += "...";
+        return out;
+    };
+    return {window(a), window(b)};
 }
 
 const char* category_name(category c) noexcept {

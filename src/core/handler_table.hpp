@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace am::detail {
 
@@ -73,8 +75,17 @@ class handler_table {
     std::atomic<std::uint32_t> _count{0};
 };
 
-/// Strips the compiler's decoration from `type_name` / `value_name` strings.
+/// Strips the compiler's decoration from `type_name` / `value_name` strings; any other name
+/// (a message type's, a C handler's) is kept as it is.
 std::string readable_name(std::string_view pretty);
 const char* category_name(category c) noexcept;
+/// What a handshake report prints for an entry: name, category, arguments and, for a callable,
+/// its demangled type (which tells apart callables whose names coincide).
+std::string handler_label(const handler_cold& e);
+/// `a` and `b` for printing side by side: whole when both fit in `width` characters, else each
+/// cut to a window of `width` characters starting shortly before their first difference
+/// ("..." marks a cut), so that the difference shows however long the common prefix is.
+std::pair<std::string, std::string> around_difference(std::string_view a, std::string_view b,
+                                                      std::size_t width);
 
 }  // namespace am::detail

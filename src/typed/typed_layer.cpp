@@ -83,6 +83,7 @@ std::uint32_t typed_layer::add_type(std::string_view name, std::size_t item_size
     const char* call = "am::message_type";
     // Owned from here on, also when this throws.
     std::unique_ptr<void, void (*)(void*)> owned(runner.obj, runner.destroy);
+    _core->check_thread(call);
     if (_core->in_handler()) fail(errc::bad_context, call, "created in a handler");
     if (_ending) fail(errc::bad_context, call, "created while an epoch ends");
     const std::uint32_t id = _ntypes.load(std::memory_order_relaxed);
@@ -158,6 +159,8 @@ void typed_layer::check_tag(std::uint64_t tag, const char* call) {
 
 void typed_layer::send(std::uint32_t type, int dest, std::uint64_t tag, const void* data,
                        std::size_t items, const char* call) {
+    // Before the counts: a thread that may not use the context must not touch them either.
+    _core->check_thread(call);
     if (dest < 0 || dest >= _size) [[unlikely]] {
         fail(errc::bad_rank, call,
              "destination " + std::to_string(dest) + " out of range [0, " + std::to_string(_size) +
@@ -310,6 +313,7 @@ void typed_layer::batch_end(std::uint64_t saved, std::uint32_t type, int source,
 
 void typed_layer::begin(const epoch_options& opt) {
     const char* call = "am::epoch";
+    _core->check_thread(call);
     if (_core->in_handler()) fail(errc::bad_context, call, "opened in a handler");
     if (_open_tag.load(std::memory_order_relaxed) != no_epoch_tag || _ending) {
         fail(errc::bad_context, call,
@@ -476,6 +480,7 @@ void typed_layer::check_timeout(const wave_state& w) const {
 
 std::uint64_t typed_layer::end(std::uint64_t value, epoch_stats& out) {
     const char* call = "am::epoch::end";
+    _core->check_thread(call);
     if (_core->in_handler()) fail(errc::bad_context, call, "called from a handler");
     if (_open_tag.load(std::memory_order_relaxed) == no_epoch_tag) {
         fail(errc::bad_context, call, "no epoch is open");

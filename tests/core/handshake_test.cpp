@@ -1,12 +1,35 @@
 // SPDX-License-Identifier: MIT
 // The handler-table handshake at barrier(): mismatching registrations are reported on every
 // rank, naming both ranks and the entry; handlers registered after the last barrier cannot be
-// used until the next one.
+// used until the next one. Entries whose names agree for hundreds of characters are printed
+// so that the difference shows.
 #include "support/expect.hpp"
 
 namespace {
 
 using am_test::spmd_test;
+
+// Handler names longer than a report line could hold whole: lambdas of a function template
+// instantiated with this type.
+template <class T>
+struct a_type_with_a_name_long_enough_that_four_of_them_make_a_handler_name_long {};
+template <class T>
+using long4 = a_type_with_a_name_long_enough_that_four_of_them_make_a_handler_name_long<
+    a_type_with_a_name_long_enough_that_four_of_them_make_a_handler_name_long<
+        a_type_with_a_name_long_enough_that_four_of_them_make_a_handler_name_long<
+            a_type_with_a_name_long_enough_that_four_of_them_make_a_handler_name_long<T>>>>;
+
+// Two lambdas of one function have the same readable name; only their types differ.
+template <class Long>
+void register_one_of_two(am::context& c, bool second) {
+    auto first = [](am::token&, int) {};
+    auto other = [](am::token&, int) {};
+    if (second) {
+        (void)c.handler(other);
+    } else {
+        (void)c.handler(first);
+    }
+}
 
 class handshake : public spmd_test {};
 
@@ -59,6 +82,28 @@ TEST_P(handshake, swapped_lambdas_are_a_mismatch) {
                             }
                         },
                         "0", {});
+    });
+    ASSERT_EQ(rc, 0);
+}
+
+// The names of the two lambdas agree in their first few hundred characters: the report prints
+// the part where they differ, so the two printed entries differ too.
+TEST_P(handshake, long_equal_prefix_names_print_their_difference) {
+    const int rc = run([](am::context& ctx) {
+        const int last = ctx.size() - 1;
+        try {
+            register_one_of_two<long4<int>>(ctx, ctx.rank() == last);
+            ctx.barrier();
+            ADD_FAILURE() << "no mismatch reported";
+        } catch (const am::error& e) {
+            EXPECT_EQ(e.code(), am::errc::handler_mismatch) << e.what();
+            const auto [first, other] = am_test::mismatched_names(e.what(), last);
+            EXPECT_FALSE(first.empty()) << e.what();
+            EXPECT_NE(first, other) << e.what();
+            // Each is cut to its start and a window around the difference, marked as cut.
+            EXPECT_LE(first.size(), 300u) << e.what();
+            EXPECT_TRUE(am_test::contains(first, "...")) << e.what();
+        }
     });
     ASSERT_EQ(rc, 0);
 }

@@ -4,10 +4,15 @@
 // `am::run` calls (a rank prints its "ok" line once per run); `amrun_prog kill` has rank 2 kill
 // itself after a barrier while the others wait, so the job must fail; `amrun_prog exit` has
 // rank 1 call std::exit(3) there instead, and `amrun_prog exit_in_handler` std::exit(0) in a
-// handler. Arguments after the mode are ignored (tests use one to find their ranks).
+// handler. `stuck [R]` and `stuck_epoch [R]` leave rank R (default: the last) in user code for
+// a minute, never polling, while the job fails (another rank throws; or, with
+// AM_EPOCH_TIMEOUT, the others time out ending an epoch rank R never ends): the job must still
+// end within a bound. Other modes ignore arguments after the mode (tests use one to find their
+// ranks).
 #include <am/am.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +20,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -83,17 +89,53 @@ void exit_in_handler(am::context& ctx) {
     never.wait(1);
 }
 
+// Sleeps in user code without polling, long past any bound of the tests.
+void never_poll() {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+}
+
+int g_stuck = -1;  // the rank that never polls; -1: the last
+
+int stuck_of(const am::context& ctx) {
+    return g_stuck < 0 ? ctx.size() - 1 : g_stuck;
+}
+
+void stuck_rank(am::context& ctx) {
+    ctx.barrier();
+    const int stuck = stuck_of(ctx);
+    if (ctx.rank() == stuck) return never_poll();
+    if (ctx.rank() == (stuck + 1) % ctx.size()) {
+        throw std::runtime_error("rank " + std::to_string(ctx.rank()) + " gives up");
+    }
+    am::counter never(ctx);
+    never.wait(1);  // throws am::error(aborted) once rank 0 has failed the job
+}
+
+void stuck_in_epoch(am::context& ctx) {
+    am::message_type<int> type(
+        ctx, [](int) {}, "probe");
+    am::epoch e(ctx);
+    type.send(ctx.rank(), (ctx.rank() + 1) % ctx.size());
+    if (ctx.rank() == stuck_of(ctx)) return never_poll();
+    e.end();  // times out (AM_EPOCH_TIMEOUT): the last rank never ends the epoch
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
+    if (argc > 2) g_stuck = std::atoi(argv[2]);
     const am::rank_main fn = mode == "ok" || mode == "twice" ? am::rank_main(all_to_all)
                              : mode == "kill"                ? am::rank_main(kill_rank_two)
                              : mode == "exit"                ? am::rank_main(exit_rank_one)
                              : mode == "exit_in_handler"     ? am::rank_main(exit_in_handler)
+                             : mode == "stuck"               ? am::rank_main(stuck_rank)
+                             : mode == "stuck_epoch"         ? am::rank_main(stuck_in_epoch)
                                                              : am::rank_main();
     if (!fn) {
-        std::fprintf(stderr, "usage: amrun_prog ok|twice|kill|exit|exit_in_handler\n");
+        std::fprintf(stderr,
+                     "usage: amrun_prog ok|twice|kill|exit|exit_in_handler|stuck [R]|"
+                     "stuck_epoch [R]\n");
         return 2;
     }
     const int first = am::run(argc, argv, fn);

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace am_test {
@@ -35,6 +36,18 @@ inline void expect_mismatch(am::context& ctx, const std::function<void(am::conte
                                       "entry " + entry};
     parts.insert(parts.end(), names.begin(), names.end());
     expect_error([&] { ctx.barrier(); }, am::errc::handler_mismatch, parts);
+}
+
+/// The two entries a handler-mismatch report prints ("rank 0 registered A, rank R registered
+/// B"): {A, B}, or two empty strings when `what` is not such a report.
+inline std::pair<std::string, std::string> mismatched_names(const std::string& what, int r) {
+    const std::string first = "rank 0 registered ";
+    const std::string other = ", rank " + std::to_string(r) + " registered ";
+    const std::size_t i = what.find(first);
+    const std::size_t j = i == std::string::npos ? i : what.find(other, i);
+    if (j == std::string::npos) return {};
+    const std::size_t a = i + first.size();
+    return {what.substr(a, j - a), what.substr(j + other.size())};
 }
 
 }  // namespace am_test

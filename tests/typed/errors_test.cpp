@@ -506,7 +506,104 @@ TEST_P(typed_errors_job, depth_exceeded_fails_job) {
         << out;
 }
 
+// Without thread_multiple a second thread of the rank may not send typed messages (nor open an
+// epoch): refused before anything is counted, so the epoch still ends and handles only the
+// rank's own message.
+TEST_P(typed_errors, other_thread_is_refused) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int n = ctx.size(), me = ctx.rank(), right = (me + 1) % n;
+                  std::uint64_t got = 0;
+                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  const std::vector<std::string> parts = {rank_of(ctx), "AM_THREAD_MULTIPLE=1"};
+                  const auto with = [&](const char* call) {
+                      std::vector<std::string> p = parts;
+                      p.emplace_back(call);
+                      return p;
+                  };
+                  {
+                      am::epoch e(ctx);
+                      std::thread other([&] {
+                          expect_error(
+                              [&] {
+                                  type.send(item{1, me, 0}, right);
+                              },
+                              am::errc::bad_context, with("am::message_type::send"));
+                      });
+                      other.join();
+                      type.send(item{2, me, 0}, right);
+                  }
+                  std::thread other([&] {
+                      expect_error([&] { am::epoch e(ctx); }, am::errc::bad_context,
+                                   with("am::epoch"));
+                  });
+                  other.join();
+                  EXPECT_EQ(got, 1u);
+              }),
+              0);
+}
+
+// Message types are created collectively: a rank that names one differently, or gives it a
+// different handler, makes its creation fail on every rank with errc::handler_mismatch, naming
+// rank 0 and that rank and what each created.
+class typed_handshake : public spmd_test {};
+
+TEST_P(typed_handshake, different_names) {
+    ASSERT_EQ(
+        run([](am::context& ctx) {
+            const int last = ctx.size() - 1;
+            const auto handler = [](const item&) {};
+            am::message_type<item> agreed(ctx, handler, "agreed");
+            try {
+                am::message_type<item> type(ctx, handler, ctx.rank() == last ? "visits" : "pings");
+                ADD_FAILURE() << "no mismatch reported";
+            } catch (const am::error& e) {
+                EXPECT_EQ(e.code(), am::errc::handler_mismatch) << e.what();
+                const auto [first, other] = am_test::mismatched_names(e.what(), last);
+                EXPECT_TRUE(am_test::contains(first, "am::message_type \"pings\"")) << e.what();
+                EXPECT_TRUE(am_test::contains(other, "am::message_type \"visits\"")) << e.what();
+            }
+        }),
+        0);
+}
+
+// A value type whose name is long: the message types' names agree for hundreds of characters.
+template <class T>
+struct a_value_type_with_a_name_long_enough_that_three_of_them_make_a_long_name {
+    T value;
+};
+using long_item = a_value_type_with_a_name_long_enough_that_three_of_them_make_a_long_name<
+    a_value_type_with_a_name_long_enough_that_three_of_them_make_a_long_name<
+        a_value_type_with_a_name_long_enough_that_three_of_them_make_a_long_name<item>>>;
+
+TEST_P(typed_handshake, different_handlers_print_their_difference) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int last = ctx.size() - 1;
+                  const auto count = [](const long_item&) {};
+                  const auto check = [](const long_item&) {};
+                  try {
+                      if (ctx.rank() == last) {
+                          am::message_type<long_item> type(ctx, check, "probe");
+                      } else {
+                          am::message_type<long_item> type(ctx, count, "probe");
+                      }
+                      ADD_FAILURE() << "no mismatch reported";
+                  } catch (const am::error& e) {
+                      EXPECT_EQ(e.code(), am::errc::handler_mismatch) << e.what();
+                      const auto [first, other] = am_test::mismatched_names(e.what(), last);
+                      EXPECT_FALSE(first.empty()) << e.what();
+                      EXPECT_NE(first, other) << e.what();
+                  }
+              }),
+              0);
+}
+
 AM_INSTANTIATE(typed_errors, typed_test::light_params());
+// At least two ranks; mpi at 2.
+AM_INSTANTIATE(typed_handshake, ([] {
+                   std::vector<spmd_param> v = typed_test::light_params();
+                   std::erase_if(v, [](const spmd_param& p) { return p.ranks < 2; });
+                   return v;
+               }()));
 // Jobs whose stderr the test reads: every rank in this process (not mpi).
 AM_INSTANTIATE(typed_errors_job, (std::vector<spmd_param>{{am::transport_kind::threads, 2},
                                                           {am::transport_kind::threads, 4},

@@ -45,6 +45,9 @@ inline constexpr std::size_t gather_bytes = 512;
 inline constexpr std::size_t reduce_slot_bytes = 256;
 inline constexpr std::size_t gather_slot_bytes = gather_bytes + 2 * reduce_slot_bytes;
 inline constexpr std::size_t reason_bytes = 1024;
+/// Seconds a launcher gives the ranks to stop once the job has failed: shm then kills the
+/// ranks still running, threads ends the process.
+inline constexpr int stop_grace_seconds = 3;
 
 /// Sizes and offsets of a region's parts, in bytes from its start.
 struct region_layout {

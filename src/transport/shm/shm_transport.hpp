@@ -7,11 +7,12 @@
 #pragma once
 
 #include "../registry.hpp"
+#include "../ring/region.hpp"
 
 namespace am::transport::shm {
 
 /// Seconds the launcher waits after a failure before it kills the ranks still running.
-inline constexpr int kill_grace_seconds = 3;
+inline constexpr int kill_grace_seconds = ring::stop_grace_seconds;
 
 /// True in a process started by a launcher (`amrun`) as one rank of a shm job.
 bool launched_as_rank();
