@@ -74,7 +74,9 @@ struct config {
     /// off): the core then serialises its own state internally, as with `progress_thread`, and
     /// coalescing layers keep one buffer set per sending thread. Costs a lock per core send.
     /// A handler that throws inside another thread's `poll()` fails the job, then the
-    /// exception reaches that thread.
+    /// exception reaches that thread. Off, the context belongs to the rank's own thread:
+    /// another thread's send, poll, wait, barrier or handler registration throws am::error
+    /// (errc::bad_context) and does nothing (handlers on the progress thread may still send).
     bool thread_multiple = false;
     /// Seconds an `am::epoch` may take to end before every rank prints what it sent and
     /// handled per peer and per message type in that epoch and the job aborts
