@@ -54,6 +54,8 @@ const char* to_string(coll kind) noexcept {
             return "am::context::quiesce";
         case coll::end_of_run:
             return "am::run";
+        case coll::start_of_run:
+            return "the start of am::run";
     }
     return "an unknown collective";
 }

@@ -37,6 +37,7 @@ enum class coll : std::uint8_t {
     epoch_end,         // am::epoch::end: a round of the termination detector
     quiesce,           // am::context::quiesce
     end_of_run,        // am::run: the quiescence after the rank function returned
+    start_of_run,      // am::run: a launched rank joins the others (shm under amrun)
 };
 
 /// The call a collective kind belongs to, as the program sees it.

@@ -7,8 +7,9 @@
 // handler. `stuck [R]` and `stuck_epoch [R]` leave rank R (default: the last) in user code for
 // a minute, never polling, while the job fails (another rank throws; or, with
 // AM_EPOCH_TIMEOUT, the others time out ending an epoch rank R never ends): the job must still
-// end within a bound. Other modes ignore arguments after the mode (tests use one to find their
-// ranks).
+// end within a bound. `runs_differ`: rank 0 calls am::run a second time, the others do not:
+// rank 0 must fail naming a rank that exited, not wait forever. Other modes ignore arguments after
+// the mode (tests use one to find their ranks).
 #include <am/am.hpp>
 
 #include <algorithm>
@@ -125,20 +126,25 @@ void stuck_in_epoch(am::context& ctx) {
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (argc > 2) g_stuck = std::atoi(argv[2]);
+    int rank = -1;
     const am::rank_main fn = mode == "ok" || mode == "twice" ? am::rank_main(all_to_all)
-                             : mode == "kill"                ? am::rank_main(kill_rank_two)
-                             : mode == "exit"                ? am::rank_main(exit_rank_one)
-                             : mode == "exit_in_handler"     ? am::rank_main(exit_in_handler)
-                             : mode == "stuck"               ? am::rank_main(stuck_rank)
-                             : mode == "stuck_epoch"         ? am::rank_main(stuck_in_epoch)
-                                                             : am::rank_main();
+                             : mode == "runs_differ"
+                                 ? am::rank_main([&](am::context& ctx) { rank = ctx.rank(); })
+                             : mode == "kill"            ? am::rank_main(kill_rank_two)
+                             : mode == "exit"            ? am::rank_main(exit_rank_one)
+                             : mode == "exit_in_handler" ? am::rank_main(exit_in_handler)
+                             : mode == "stuck"           ? am::rank_main(stuck_rank)
+                             : mode == "stuck_epoch"     ? am::rank_main(stuck_in_epoch)
+                                                         : am::rank_main();
     if (!fn) {
         std::fprintf(stderr,
-                     "usage: amrun_prog ok|twice|kill|exit|exit_in_handler|stuck [R]|"
+                     "usage: amrun_prog ok|twice|runs_differ|kill|exit|exit_in_handler|stuck [R]|"
                      "stuck_epoch [R]\n");
         return 2;
     }
     const int first = am::run(argc, argv, fn);
+    // runs_differ: rank 0 starts a second am::run the others never start.
+    if (first == 0 && mode == "runs_differ" && rank == 0) return am::run(argc, argv, fn);
     if (first != 0 || mode != "twice") return first;
     std::fflush(stdout);  // the first run's lines come first, even through a pipe
     return am::run(argc, argv, fn);

@@ -186,6 +186,26 @@ std::string ring_transport::collective_stragglers() const {
            ")";
 }
 
+void ring_transport::check_departed() const {
+    const coll_id id = _joining;
+    for (int r = 0; r < size(); ++r) {
+        const rank_info& info = _region.info(r);
+        if (info.state.load(std::memory_order_acquire) !=
+                static_cast<std::uint32_t>(rank_state::exited) ||
+            info.coll[id.seq() & 1u].load(std::memory_order_relaxed) == id.word) {
+            continue;
+        }
+        const std::string what =
+            std::string(to_string(id.kind())) + ": rank " + std::to_string(rank()) + ": rank " +
+            std::to_string(r) + " has exited (its last am::run finished) while this rank waits " +
+            "for it in " + to_string(id.kind()) + " (collective #" + std::to_string(id.seq()) +
+            "): every rank must call am::run the same number of times and make the same " +
+            "collective calls";
+        _region.fail("rank " + std::to_string(rank()) + " failed: " + what);
+        throw error(errc::collective_mismatch, what);
+    }
+}
+
 void ring_transport::barrier(coll kind, const idle_fn& idle) {
     join(kind, 0, idle);
 }
@@ -204,11 +224,12 @@ void ring_transport::wait_all(const idle_fn& idle) {
         return h.barrier_generation.load(std::memory_order_acquire) != gen;
     };
     unsigned backoff = 0;
-    while (!released()) {
+    for (unsigned round = 1; !released(); ++round) {
         if (_region.failed()) {
             if (released()) return;
             throw_failed();
         }
+        if (round % 64 == 0 && _joining.word != 0) check_departed();
         try {
             if (idle && idle() != 0) backoff = 0;
         } catch (const error& e) {

@@ -20,7 +20,13 @@
 namespace am::transport::ring {
 
 /// Where a rank is in its life, as seen by launchers and peers.
-enum class rank_state : std::uint32_t { none = 0, attached = 1, finished = 2, failed = 3 };
+enum class rank_state : std::uint32_t {
+    none = 0,
+    attached = 1,
+    finished = 2,
+    failed = 3,
+    exited = 4,  // set by the shm launcher: the process exited cleanly after its last am::run
+};
 
 struct rank_info {
     std::atomic<std::uint32_t> state;
@@ -226,6 +232,9 @@ class ring_transport final : public transport {
     void join(coll kind, std::uint32_t bytes, const idle_fn& idle);
     /// Waits until every rank has arrived (the barrier without the check).
     void wait_all(const idle_fn& idle);
+    /// Fails the job when a rank this collective waits for has exited (shm launcher): it can
+    /// never join, e.g. it made fewer am::run calls than the others.
+    void check_departed() const;
 
     region _region;
     coll_id _joining{0};  // the collective this rank waits in, 0 outside one

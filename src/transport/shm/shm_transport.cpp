@@ -95,7 +95,12 @@ int supervise(std::byte* base, const std::vector<pid_t>& pids) {
             --remaining;
             const bool finished = reg.info(static_cast<int>(r)).state.load() ==
                                   static_cast<std::uint32_t>(ring::rank_state::finished);
-            if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && finished) continue;
+            if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && finished) {
+                // Ranks still waiting for it in a collective learn it can never join.
+                reg.info(static_cast<int>(r))
+                    .state.store(static_cast<std::uint32_t>(ring::rank_state::exited));
+                continue;
+            }
             const std::string why = describe_exit(static_cast<int>(r), p, st, finished);
             if (job_status == 0) {
                 job_status = WIFEXITED(st) && WEXITSTATUS(st) != 0 ? WEXITSTATUS(st) : 1;
@@ -136,7 +141,7 @@ int run_rank(std::byte* base, int rank, std::uint64_t faults, const rank_body& b
     // closing barrier, which may poll once more after it was released, and would hand this
     // run's messages to the previous run's handlers. Nothing is in flight between runs (each
     // ends with quiescence), so this wait need not poll.
-    if (after_all_arrive) tp.barrier(coll::barrier, {});
+    if (after_all_arrive) tp.barrier(coll::start_of_run, {});
     return body(tp);
 }
 
