@@ -20,7 +20,10 @@ std::string rank_list(const std::vector<int>& ranks) {
         while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
         if (i != 0) out += ", ";
         out += std::to_string(ranks[i]);
-        if (j > i) out += "-" + std::to_string(ranks[j]);
+        if (j > i) {
+            out += '-';  // appended, not `"-" + to_string(...)`: GCC 12 -O3 -Wrestrict false alarm
+            out += std::to_string(ranks[j]);
+        }
         i = j + 1;
     }
     return out;
