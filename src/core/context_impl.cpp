@@ -454,82 +454,24 @@ void context_impl::reject(int source, const char* why) noexcept {
 }
 
 void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_t len) {
-    std::uint64_t header;
-    if (len < sizeof header) [[unlikely]]
-        return reject(source, "shorter than a header");
-    std::memcpy(&header, msg, sizeof header);
-    const auto handler = static_cast<std::uint32_t>(header & 0xffff);
-    const auto sig = static_cast<std::uint16_t>(header >> 16);
-    if (handler >= _table.count() || _table.signature(handler) != sig) [[unlikely]] {
-        if (handler < _table.count() && (sig & inline_payload) != 0 &&
-            _table.signature(handler) == (sig & ~std::uint16_t{inline_payload})) {
-            return deliver_inline_long(source, lane, msg, len);
+    const incoming_limits lim{_table.count(), _table.signatures(), _max_medium, _own_segment};
+    incoming in;
+    if (const char* why = check_incoming(msg, len, source, lim, in)) [[unlikely]]
+        return reject(source, why);
+    handler_counters& ctr = _table.counters(in.handler);
+    if (in.kind != category::short_am) [[unlikely]] {
+        // A long payload that travelled inline goes into the segment at its offset first.
+        if (in.inline_bytes != nullptr && in.length != 0) {
+            std::memcpy(in.payload, in.inline_bytes, in.length);
         }
-        return reject(source, handler >= _table.count()
-                                  ? "unknown handler index"
-                                  : "category or argument count differs from the handler's");
-    }
-    if (static_cast<std::uint32_t>(header >> 32) != static_cast<std::uint32_t>(source))
-        [[unlikely]] {
-        return reject(source, "wrong source rank");
-    }
-    const std::size_t fixed = fixed_bytes(sig >> 8);
-    std::byte* payload = nullptr;
-    std::size_t plen = 0;
-    handler_counters& ctr = _table.counters(handler);
-    const auto kind = static_cast<category>(sig & 0xff);
-    if (kind == category::short_am) [[likely]] {
-        if (len != fixed) [[unlikely]]
-            return reject(source, "short message with a payload");
-    } else if (kind == category::medium) {
-        if (len < fixed || len - fixed > _max_medium) [[unlikely]] {
-            return reject(source, "medium payload over max_medium()");
-        }
-        payload = msg + fixed;
-        plen = len - fixed;
-        bump(ctr.received_bytes, plen);
-    } else {
-        if (len != fixed + long_trailer) [[unlikely]]
-            return reject(source, "bad long length");
-        std::uint64_t trailer[2];
-        std::memcpy(trailer, msg + fixed, sizeof trailer);
-        if (trailer[0] > _own_segment.size() || trailer[1] > _own_segment.size() - trailer[0])
-            [[unlikely]] {
-            return reject(source, "long payload outside the segment");
-        }
-        payload = _own_segment.data() + trailer[0];
-        plen = trailer[1];
-        bump(ctr.received_bytes, plen);
+        bump(ctr.received_bytes, in.length);
     }
     bump(ctr.received);
     token t(this, source, static_cast<detail::lane>(lane));
     frame_scope scope(this, lane);
-    const handler_hot& h = _table.hot(handler);
-    h.fn(h.obj, t, reinterpret_cast<const std::uint64_t*>(msg + sizeof header), payload, plen);
-}
-
-// A long message whose payload travelled inline: the payload goes into the segment at its
-// offset, then the message is dispatched as the long message it is.
-void context_impl::deliver_inline_long(int source, unsigned lane, std::byte* msg, std::size_t len) {
-    wire_header h;
-    std::memcpy(&h, msg, sizeof h);
-    const std::size_t fixed = fixed_bytes(h.nargs);
-    if (h.kind != (static_cast<std::uint8_t>(category::long_am) | inline_payload) ||
-        len < fixed + long_trailer) {
-        return reject(source, "bad inline long message");
-    }
-    std::uint64_t trailer[2];
-    std::memcpy(trailer, msg + fixed, sizeof trailer);
-    if (trailer[0] > _own_segment.size() || trailer[1] > _own_segment.size() - trailer[0]) {
-        return reject(source, "long payload outside the segment");
-    }
-    if (len != fixed + long_trailer + trailer[1]) return reject(source, "bad inline long length");
-    if (trailer[1] != 0) {
-        std::memcpy(_own_segment.data() + trailer[0], msg + fixed + long_trailer, trailer[1]);
-    }
-    h.kind = static_cast<std::uint8_t>(category::long_am);
-    std::memcpy(msg, &h, sizeof h);
-    deliver(source, lane, msg, fixed + long_trailer);
+    const handler_hot& h = _table.hot(in.handler);
+    h.fn(h.obj, t, reinterpret_cast<const std::uint64_t*>(msg + sizeof(wire_header)), in.payload,
+         in.length);
 }
 
 // ------------------------------------------------------------------------------ collectives

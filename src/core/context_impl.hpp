@@ -6,6 +6,7 @@
 #include "../transport/ring/region.hpp"
 #include "../transport/transport.hpp"
 #include "handler_table.hpp"
+#include "incoming.hpp"
 #include "wire.hpp"
 
 #include <am/context.hpp>
@@ -143,7 +144,6 @@ class context_impl final : public transport::message_sink {
     [[nodiscard]] bool copy_long_payload(const send_desc& d) const;
     bool try_inject(const send_desc& d, std::size_t bytes, bool inline_long);
     void enqueue(const send_desc& d, std::size_t bytes, bool inline_long);
-    void deliver_inline_long(int source, unsigned lane, std::byte* msg, std::size_t len);
     void flush_pending();
     void count_sent(const send_desc& d) noexcept;
     [[gnu::noinline]] void poll_after_send();

@@ -62,6 +62,8 @@ class handler_table {
     }
     [[nodiscard]] const handler_hot& hot(std::uint32_t i) const noexcept { return _hot[i]; }
     [[nodiscard]] std::uint16_t signature(std::uint32_t i) const noexcept { return _sig[i]; }
+    /// Every entry's signature, indexed by handler (valid for [0, count())).
+    [[nodiscard]] const std::uint16_t* signatures() const noexcept { return _sig.get(); }
     [[nodiscard]] handler_counters& counters(std::uint32_t i) const noexcept { return _ctr[i]; }
     [[nodiscard]] const handler_cold& cold(std::uint32_t i) const noexcept { return _cold[i]; }
     /// Digest of the first `n` entries, order-sensitive.
