@@ -112,7 +112,7 @@ struct rma_shape {
     const std::uint64_t* index = nullptr;
 };
 
-class model_set;
+struct access;
 /// Tag of the counters the library uses internally: they take no remote-flag position.
 struct unregistered_t {};
 
@@ -222,7 +222,6 @@ class token {
 /// Created by `am::run` and passed to the rank function; not copyable.
 class context {
   public:
-    explicit context(detail::context_impl* impl) noexcept : _impl(impl) {}
     context(const context&) = delete;
     context& operator=(const context&) = delete;
 
@@ -510,13 +509,11 @@ class context {
         return detail::msg_irecv(*this, source, tag, buffer, "am::context::irecv");
     }
 
-    /// The core object behind this context (for layers built on the core).
-    [[nodiscard]] detail::context_impl* impl() const noexcept { return _impl; }
-    /// The model layers (Split-C, messages) of this context; null until `am::run` attaches them.
-    [[nodiscard]] detail::model_set* models() const noexcept { return _models; }
-    void attach_models(detail::model_set* m) noexcept { _models = m; }
-
   private:
+    friend struct detail::access;
+    friend class detail::context_impl;
+    explicit context(detail::context_impl* impl) noexcept : _impl(impl) {}
+
     template <class T>
     static detail::rma_shape strided(global_ptr<T> remote, std::size_t remote_stride,
                                      const T* local, std::size_t local_stride, std::size_t width,
@@ -540,8 +537,15 @@ class context {
     }
 
     detail::context_impl* _impl;
-    detail::model_set* _models = nullptr;
 };
+
+namespace detail {
+/// The core object behind a context: for the library's own code (the core's entry points in
+/// headers, the runtime, tests), never for programs. Layers use src/core/include/am/core/layer.hpp.
+struct access {
+    static context_impl* impl(const context& c) noexcept { return c._impl; }
+};
+}  // namespace detail
 
 /// Completion flag: handlers `add()`, the rank `wait()`s for a count. Thread-safe.
 ///

@@ -2,7 +2,9 @@
 // The C API (include/am/am.h) over the C++ core. Every entry point is noexcept and turns
 // exceptions into status codes, so nothing unwinds through C frames; error messages are
 // rewritten to name the C call instead of the C++ one.
-#include "../core/context_impl.hpp"
+#include "../util/error.hpp"
+
+#include <am/core/layer.hpp>
 
 #include <am/am.h>
 #include <am/context.hpp>
@@ -62,7 +64,7 @@ using am::errc;
 // ----------------------------------------------------------------------------------- errors
 
 std::string where(const char* call, const am_context* c) {
-    return std::string(call) + ": rank " + std::to_string(c->cxx->rank()) + ": ";
+    return am::util::where(call, c->cxx->rank());
 }
 
 [[noreturn]] void fail(errc code, const char* call, const am_context* c, const std::string& what) {
@@ -202,8 +204,8 @@ am_status_t register_c(am_context* c, const char* call, category kind, any_fn fn
         check_pointer(call, c, reinterpret_cast<void*>(fn), true, "handler function");
         check_pointer(call, c, out, true, "handler id pointer");
         check_nargs(call, c, nargs);
-        am::detail::context_impl* impl = c->cxx->impl();
-        if (impl->in_handler()) fail(errc::bad_context, call, c, "called from a handler");
+        if (am::core::in_handler(*c->cxx))
+            fail(errc::bad_context, call, c, "called from a handler");
         static constexpr const char* kinds[] = {"short", "medium", "long"};
         const std::string name = handler_name(fn, kinds[static_cast<int>(kind)]);
         const am::detail::invoke_fn invoke = kind == category::short_am ? &invoke_short
@@ -211,8 +213,8 @@ am_status_t register_c(am_context* c, const char* call, category kind, any_fn fn
                                                                         : &invoke_long;
         // Owned by the handler table from here on (it calls destroy_handler, also on failure).
         auto* h = new c_handler{c->shared_from_this(), fn, user, nargs};
-        *out = am::detail::core_register(
-            impl, {kind, static_cast<std::uint8_t>(nargs), invoke, h, &destroy_handler, name});
+        *out = am::core::register_handler(
+            *c->cxx, {kind, static_cast<std::uint8_t>(nargs), invoke, h, &destroy_handler, name});
     });
 }
 
@@ -237,8 +239,9 @@ struct c_send {
 // they are sent through the same calls. A C program knows handlers only by the indices its
 // registrations returned, which start after the library's, so a smaller one is an error.
 void check_program_handler(const char* call, const am_context* c, am_handler_t h) {
-    const am::detail::context_impl* impl = c->cxx->impl();
-    if (h < impl->builtin_handlers()) fail(errc::bad_handler, call, c, impl->unregistered(h));
+    if (h < am::core::library_handlers(*c->cxx)) {
+        fail(errc::bad_handler, call, c, am::core::unregistered(*c->cxx, h));
+    }
 }
 
 am_status_t send_c(const c_send& s) noexcept {
@@ -262,7 +265,7 @@ am_status_t send_c(const c_send& s) noexcept {
         if (s.reply_to != nullptr) {
             am::detail::core_reply(*s.reply_to, d);
         } else {
-            am::detail::core_send(s.ctx->cxx->impl(), d);
+            am::core::send(*s.ctx->cxx, d);
         }
     });
 }
@@ -302,10 +305,9 @@ void run_c_rank(am::context& ctx, am_rank_fn rank_fn, void* arg) {
     rank_fn(c.get(), arg);
     // A C rank reports failure by am_abort and returning; turn that into the failure of this
     // rank here, in C++ frames only. With one rank nothing else would notice the abort.
-    am::transport::transport& tp = ctx.impl()->transport();
-    if (c->aborted.load() || tp.job_failed()) {
+    if (c->aborted.load() || am::core::job_failed(ctx)) {
         throw am::error(errc::aborted, "am_run: rank " + std::to_string(ctx.rank()) +
-                                           ": job aborted: " + tp.failure_reason());
+                                           ": job aborted: " + am::core::failure_reason(ctx));
     }
 }
 

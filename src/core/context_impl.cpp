@@ -2,6 +2,7 @@
 #include "context_impl.hpp"
 
 #include "../util/backoff.hpp"
+#include "../util/error.hpp"
 #include "../util/maybe_lock.hpp"
 
 #include <algorithm>
@@ -31,14 +32,8 @@ constexpr unsigned lane_of(bool reply) {
     return reply ? 1u : 0u;
 }
 
-std::string where(const char* call, int rank) {
-    return std::string(call) + ": rank " + std::to_string(rank) + ": ";
-}
-
-[[noreturn, gnu::cold, gnu::noinline]] void fail(errc code, const char* call, int rank,
-                                                 const std::string& what) {
-    throw error(code, where(call, rank) + what);
-}
+using util::fail;
+using util::where;
 
 // The context whose progress thread this is (set by progress_loop; names it in failures).
 thread_local const context_impl* t_progress_of = nullptr;
@@ -665,6 +660,17 @@ void context_impl::progress_loop() noexcept {
 }
 
 // ---------------------------------------------------------------------------------- stats
+
+void context_impl::attach_layer(const core::key& k, core::layer& l) {
+    if (find_layer(k) != nullptr || _nlayers == core::max_layers) {
+        fail(errc::invalid_argument, "am::core::attach", _rank,
+             std::string("cannot attach the ") + k.name + " layer (" +
+                 (_nlayers == core::max_layers
+                      ? "all " + std::to_string(core::max_layers) + " layer slots are taken)"
+                      : "attached already)"));
+    }
+    _layers[_nlayers++] = {&k, &l};
+}
 
 am::stats context_impl::snapshot() const {
     auto get = [](const std::atomic<std::uint64_t>& a) {

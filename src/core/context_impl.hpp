@@ -3,6 +3,11 @@
 // validation, progress, the handler-table handshake and the end-of-job quiescence.
 #pragma once
 
+#if !defined(AM_INTERNAL_CORE)
+#error \
+    "src/core/context_impl.hpp is private to the core and the runtime; a layer uses <am/core/layer.hpp> (docs/layers.md)"
+#endif
+
 #include "../transport/ring/region.hpp"
 #include "../transport/transport.hpp"
 #include "handler_table.hpp"
@@ -10,7 +15,9 @@
 #include "wire.hpp"
 
 #include <am/context.hpp>
+#include <am/core/layer.hpp>
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -130,6 +137,14 @@ class context_impl final : public transport::message_sink {
     /// The error text for a send naming `handler`, which is not in the table.
     [[nodiscard]] std::string unregistered(std::uint32_t handler) const;
     [[nodiscard]] am::stats snapshot() const;
+    /// The layers attached to this rank (core::attach, core::find).
+    void attach_layer(const core::key& k, core::layer& l);
+    [[nodiscard]] core::layer* find_layer(const core::key& k) const noexcept {
+        for (unsigned i = 0; i < _nlayers; ++i) {
+            if (_layers[i].k == &k) return _layers[i].l;
+        }
+        return nullptr;
+    }
     void start_progress_thread();
     void stop_progress_thread() noexcept;
 
@@ -206,6 +221,13 @@ class context_impl final : public transport::message_sink {
     std::size_t run_work();
     std::atomic<bool> _deferred_ready{false};
     [[gnu::noinline]] std::size_t run_deferred();
+
+    struct layer_slot {
+        const core::key* k = nullptr;
+        core::layer* l = nullptr;
+    };
+    std::array<layer_slot, core::max_layers> _layers{};
+    unsigned _nlayers = 0;
 
     std::uint64_t _header_base;  // this rank in the header's source field
     std::atomic<std::uint64_t> _replies{0}, _stalls{0}, _queued{0}, _bad{0};

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: MIT
 #include "msg_layer.hpp"
 
-#include "../core/context_impl.hpp"
-#include "../models/model_set.hpp"
+#include "../util/error.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 // The handlers, named for statistics ("am::msg::eager").
 namespace am::msg {
 namespace {
 
 detail::msg_layer& layer(token& t) {
-    return t.ctx().models()->msg();
+    return core::get<detail::msg_layer>(t.ctx(), detail::msg_layer::key, "am::msg");
 }
 
 }  // namespace
@@ -46,9 +46,7 @@ namespace {
 
 constexpr std::size_t short_eager_bytes = 24;  // three argument words
 
-[[noreturn, gnu::cold]] void fail(errc code, const char* call, int rank, const std::string& what) {
-    throw error(code, std::string(call) + ": rank " + std::to_string(rank) + ": " + what);
-}
+using util::fail;
 
 std::uint64_t to_wire(const void* p) noexcept {
     return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
@@ -68,7 +66,7 @@ void finish(msg_op& op, int source, int tag, std::size_t bytes) noexcept {
 /// Locks the matching state only when a progress thread may run handlers concurrently.
 class msg_layer::guard {
   public:
-    explicit guard(msg_layer& l) : _m(l._core.locking() ? &l._mutex : nullptr) {
+    explicit guard(msg_layer& l) : _m(core::locking(l._ctx) ? &l._mutex : nullptr) {
         if (_m != nullptr) _m->lock();
     }
     ~guard() {
@@ -87,7 +85,6 @@ class msg_layer::guard {
 
 msg_layer::msg_layer(context& ctx, const config& cfg)
     : _ctx(ctx),
-      _core(*ctx.impl()),
       _rank(ctx.rank()),
       _size(ctx.size()),
       _eager(std::min(cfg.eager_bytes, ctx.max_medium())),
@@ -154,7 +151,7 @@ void msg_layer::send_eager(int dest, int tag, std::span<const std::byte> data) {
 void msg_layer::send(int dest, int tag, std::span<const std::byte> data) {
     const char* call = "am::context::send";
     check_send(dest, tag, call);
-    core_check_wait(&_core, call);
+    core::check_wait(_ctx, call);
     if (data.size() <= _eager) {
         send_eager(dest, tag, data);
         return;
@@ -235,7 +232,7 @@ void msg_layer::wait_complete(msg_op& op) {
 message_status msg_layer::recv(int source, int tag, std::span<std::byte> buffer) {
     const char* call = "am::context::recv";
     check_recv(source, tag, buffer, call);
-    core_check_wait(&_core, call);
+    core::check_wait(_ctx, call);
     msg_op op;
     op.call = call;
     op.want_source = source;
@@ -358,13 +355,7 @@ void msg_layer::on_data(token& t, std::uint64_t receiver, std::uint64_t offset,
 namespace {
 
 msg_layer& msg_of(const context& c, const char* call) {
-    model_set* m = c.models();
-    if (m == nullptr) {
-        throw error(errc::bad_context,
-                    std::string(call) + ": rank " + std::to_string(c.rank()) +
-                        ": this context has no message layer (create contexts with am::run)");
-    }
-    return m->msg();
+    return core::get<msg_layer>(c, msg_layer::key, call);
 }
 
 }  // namespace
@@ -409,8 +400,9 @@ request::~request() {
 void request::release() noexcept {
     if (_op == nullptr) return;
     detail::msg_op* op = std::exchange(_op, nullptr);
-    if (!op->is_send && !op->complete.load(std::memory_order_acquire) &&
-        _ctx->models()->msg().cancel(op)) {
+    auto* layer = static_cast<detail::msg_layer*>(core::find(*_ctx, detail::msg_layer::key));
+    if (!op->is_send && !op->complete.load(std::memory_order_acquire) && layer != nullptr &&
+        layer->cancel(op)) {
         delete op;
         return;
     }
@@ -435,7 +427,7 @@ bool request::test() {
 
 message_status request::wait() {
     if (_op == nullptr) return _status;
-    detail::core_check_wait(_ctx->impl(), "am::request::wait");
+    core::check_wait(*_ctx, "am::request::wait");
     _ctx->wait([&] { return _op->complete.load(std::memory_order_acquire); });
     test();
     return _status;

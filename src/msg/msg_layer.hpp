@@ -7,6 +7,7 @@
 #pragma once
 
 #include <am/context.hpp>
+#include <am/core/layer.hpp>
 
 #include <atomic>
 #include <deque>
@@ -16,8 +17,6 @@
 #include <vector>
 
 namespace am::detail {
-
-class context_impl;
 
 /// One send or receive in progress. Owned by its `am::request` (or the blocking call's frame).
 struct msg_op {
@@ -39,11 +38,11 @@ struct msg_op {
     const std::byte* data = nullptr;
 };
 
-class msg_layer {
+class msg_layer final : public core::layer {
   public:
+    static constexpr core::key key{"message (msg)"};
+
     msg_layer(context& ctx, const config& cfg);
-    msg_layer(const msg_layer&) = delete;
-    msg_layer& operator=(const msg_layer&) = delete;
 
     void send(int dest, int tag, std::span<const std::byte> data);
     message_status recv(int source, int tag, std::span<std::byte> buffer);
@@ -85,7 +84,6 @@ class msg_layer {
     }
 
     context& _ctx;
-    context_impl& _core;
     int _rank;
     int _size;
     std::size_t _eager;

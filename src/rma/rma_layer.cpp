@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "rma_layer.hpp"
 
-#include "../core/context_impl.hpp"
-#include "../models/model_set.hpp"
+#include "../util/error.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -14,7 +13,7 @@ namespace am::rma {
 namespace {
 
 detail::rma_layer& layer(token& t) {
-    return t.ctx().models()->rma();
+    return core::get<detail::rma_layer>(t.ctx(), detail::rma_layer::key, "am::rma");
 }
 
 template <class T>
@@ -70,9 +69,7 @@ namespace {
 constexpr std::size_t record_bytes = 12;
 constexpr std::uint64_t flag_mask = 0xffffffffu;
 
-[[noreturn, gnu::cold]] void fail(errc code, const char* call, int rank, const std::string& what) {
-    throw error(code, std::string(call) + ": rank " + std::to_string(rank) + ": " + what);
-}
+using util::fail;
 
 std::uint64_t to_wire(const void* p) noexcept {
     return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
@@ -128,7 +125,6 @@ void counter_table::detach(std::uint32_t id) noexcept {
 
 rma_layer::rma_layer(context& ctx, const config& cfg)
     : _ctx(ctx),
-      _core(*ctx.impl()),
       _rank(ctx.rank()),
       _size(ctx.size()),
       _direct(cfg.rma == rma_path::automatic),
@@ -147,7 +143,7 @@ rma_layer::rma_layer(context& ctx, const config& cfg)
       _h_getv(ctx.handler<&rma::getv>()),
       _h_getv_data(ctx.handler<&rma::getv_data>()) {
     for (int r = 0; r < _size; ++r) {
-        const std::span<std::byte> seg = _core.transport().segment(r);
+        const std::span<std::byte> seg = core::segment_of(ctx, r);
         _bases[static_cast<std::size_t>(r)] = seg.empty() ? nullptr : seg.data();
     }
     _bases[static_cast<std::size_t>(_rank)] = ctx.segment().data();
@@ -180,7 +176,7 @@ void rma_layer::deallocate(int rank, std::uint64_t offset) {
 }
 
 void rma_layer::exchange(const void* in, void* out, std::size_t bytes) {
-    _core.allgather(transport::coll::exchange, in, out, bytes, "am::context::exchange");
+    core::allgather(_ctx, core::collective::exchange, in, out, bytes, "am::context::exchange");
 }
 
 void* rma_layer::local(int rank, std::uint64_t offset, std::size_t bytes) const noexcept {
@@ -261,7 +257,7 @@ void rma_layer::check_remote(int source, std::uint64_t offset, std::uint64_t len
 // A reply handler may not send requests (the core's deadlock-freedom rule). Refused before
 // anything is copied, so a put that would need a message writes nothing.
 void rma_layer::check_sends(bool sends, const char* call) const {
-    if (sends && _core.in_reply_handler()) {
+    if (sends && core::in_reply_handler(_ctx)) {
         fail(errc::bad_context, call, _rank,
              "called from a reply handler and it needs a request message (AM path, or a flag on "
              "another rank); reply handlers may not send requests");
@@ -284,7 +280,7 @@ std::uint64_t rma_layer::check_flag(counter* flag, int target, const char* call)
 void rma_layer::put(const rma_shape& s, counter* flag, counter* done, const char* call) {
     check(s, call);
     const bool blocking = flag == nullptr && done == nullptr;
-    if (blocking) core_check_wait(&_core, call);
+    if (blocking) core::check_wait(_ctx, call);
     const std::uint64_t flagword = check_flag(flag, s.rank, call);
     check_sends(!direct(s.rank) || (flag != nullptr && s.rank != _rank), call);
     if (direct(s.rank)) {
@@ -310,7 +306,7 @@ void rma_layer::put(const rma_shape& s, counter* flag, counter* done, const char
 
 void rma_layer::get(const rma_shape& s, counter* flag, const char* call) {
     check(s, call);
-    if (flag == nullptr) core_check_wait(&_core, call);
+    if (flag == nullptr) core::check_wait(_ctx, call);
     check_sends(!direct(s.rank), call);
     if (direct(s.rank)) {
         get_direct(s);
@@ -562,13 +558,11 @@ void rma_layer::on_getv_data(token& /*t*/, std::span<const std::byte> data, std:
 namespace {
 
 rma_layer& rma_of(const context& c, const char* call) {
-    model_set* m = c.models();
-    if (m == nullptr) {
-        throw error(errc::bad_context,
-                    std::string(call) + ": rank " + std::to_string(c.rank()) +
-                        ": this context has no Split-C layer (create contexts with am::run)");
-    }
-    return m->rma();
+    return core::get<rma_layer>(c, rma_layer::key, call);
+}
+
+rma_layer* rma_if(const context& c) noexcept {
+    return static_cast<rma_layer*>(core::find(c, rma_layer::key));
 }
 
 }  // namespace
@@ -589,19 +583,19 @@ void rma_exchange(context& c, const void* in, void* out, std::size_t bytes) {
     rma_of(c, "am::context::exchange").exchange(in, out, bytes);
 }
 void* rma_local(const context& c, int rank, std::uint64_t offset, std::size_t bytes) noexcept {
-    model_set* m = c.models();
-    return m == nullptr ? nullptr : m->rma().local(rank, offset, bytes);
+    rma_layer* m = rma_if(c);
+    return m == nullptr ? nullptr : m->local(rank, offset, bytes);
 }
 std::uint64_t rma_offset_of(const context& c, const void* p, std::size_t bytes) {
     return rma_of(c, "am::context::to_global").offset_of(p, bytes);
 }
 std::uint32_t counter_attach(context& c, counter* k) noexcept {
-    model_set* m = c.models();
-    return m == nullptr ? counter_table::none : m->rma().counters().attach(k);
+    rma_layer* m = rma_if(c);
+    return m == nullptr ? counter_table::none : m->counters().attach(k);
 }
 void counter_detach(context& c, std::uint32_t id) noexcept {
-    model_set* m = c.models();
-    if (m != nullptr) m->rma().counters().detach(id);
+    rma_layer* m = rma_if(c);
+    if (m != nullptr) m->counters().detach(id);
 }
 
 }  // namespace am::detail

@@ -9,6 +9,7 @@
 #include "segment_heap.hpp"
 
 #include <am/context.hpp>
+#include <am/core/layer.hpp>
 
 #include <atomic>
 #include <memory>
@@ -16,8 +17,6 @@
 #include <vector>
 
 namespace am::detail {
-
-class context_impl;
 
 /// Counters by position, so a put can name the target's counter: the n-th live counter of
 /// every rank shares one identity.
@@ -46,11 +45,11 @@ struct rma_piece {
     std::size_t len;
 };
 
-class rma_layer {
+class rma_layer final : public core::layer {
   public:
+    static constexpr core::key key{"Split-C (rma)"};
+
     rma_layer(context& ctx, const config& cfg);
-    rma_layer(const rma_layer&) = delete;
-    rma_layer& operator=(const rma_layer&) = delete;
 
     void put(const rma_shape& s, counter* flag, counter* done, const char* call);
     void get(const rma_shape& s, counter* flag, const char* call);
@@ -95,7 +94,6 @@ class rma_layer {
     void wait_for(counter& k, std::uint64_t n);
 
     context& _ctx;
-    context_impl& _core;
     int _rank;
     int _size;
     bool _direct;

@@ -3,6 +3,11 @@
 // transports never call into the core except through `message_sink`.
 #pragma once
 
+#if !defined(AM_INTERNAL_TRANSPORT)
+#error \
+    "src/transport is private to the transports, the core and the runtime; a layer uses <am/core/layer.hpp> (docs/layers.md)"
+#endif
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>

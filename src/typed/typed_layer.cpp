@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "typed_layer.hpp"
 
-#include "../core/context_impl.hpp"
-#include "../models/model_set.hpp"
+#include "../util/error.hpp"
 #include "../util/maybe_lock.hpp"
 
 #include <algorithm>
@@ -25,10 +24,6 @@ thread_local batch_frame t_batch [[gnu::tls_model("initial-exec")]];
 
 constexpr std::uint64_t make_tag(std::uint64_t epoch, unsigned level) noexcept {
     return (epoch << 8) | level;
-}
-
-std::string where(const char* call, int rank) {
-    return std::string(call) + ": rank " + std::to_string(rank) + ": ";
 }
 
 using counter = std::atomic<std::uint64_t>;
@@ -54,16 +49,15 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 typed_layer::typed_layer(context& ctx, const config& cfg)
     : _ctx(ctx),
-      _core(ctx.impl()),
       _rank(ctx.rank()),
       _size(ctx.size()),
       _max_batch(ctx.max_medium()),
       _timeout(cfg.epoch_timeout),
       _locking(cfg.thread_multiple || cfg.progress_thread) {
     hot.threaded = _locking;
-    _core->set_deferred([this] { return run_deferred(); });
+    core::set_deferred(_ctx, [this] { return run_deferred(); });
     _parallel = cfg.thread_multiple;
-    if (_parallel) _core->set_parallel_work([this] { return run_parallel(); });
+    if (_parallel) core::set_parallel_work(_ctx, [this] { return run_parallel(); });
 }
 
 typed_layer::~typed_layer() {
@@ -73,7 +67,7 @@ typed_layer::~typed_layer() {
 }
 
 void typed_layer::fail(errc code, const char* call, const std::string& what) const {
-    throw error(code, where(call, _rank) + what);
+    util::fail(code, call, _rank, what);
 }
 
 // ----------------------------------------------------------------------------- registration
@@ -83,8 +77,8 @@ std::uint32_t typed_layer::add_type(std::string_view name, std::size_t item_size
     const char* call = "am::message_type";
     // Owned from here on, also when this throws.
     std::unique_ptr<void, void (*)(void*)> owned(runner.obj, runner.destroy);
-    _core->check_thread(call);
-    if (_core->in_handler()) fail(errc::bad_context, call, "created in a handler");
+    core::check_thread(_ctx, call);
+    if (core::in_handler(_ctx)) fail(errc::bad_context, call, "created in a handler");
     if (_ending) fail(errc::bad_context, call, "created while an epoch ends");
     const std::uint32_t id = _ntypes.load(std::memory_order_relaxed);
     if (id >= max_types) {
@@ -160,7 +154,7 @@ void typed_layer::check_tag(std::uint64_t tag, const char* call) {
 void typed_layer::send(std::uint32_t type, int dest, std::uint64_t tag, const void* data,
                        std::size_t items, const char* call) {
     // Before the counts: a thread that may not use the context must not touch them either.
-    _core->check_thread(call);
+    core::check_thread(_ctx, call);
     if (dest < 0 || dest >= _size) [[unlikely]] {
         fail(errc::bad_rank, call,
              "destination " + std::to_string(dest) + " out of range [0, " + std::to_string(_size) +
@@ -188,7 +182,7 @@ void typed_layer::send(std::uint32_t type, int dest, std::uint64_t tag, const vo
                           static_cast<const std::byte*>(data),
                           bytes,
                           0};
-        core_send(_core, d);
+        core::send(_ctx, d);
     } catch (...) {
         _slots[slot].sent[level].fetch_sub(items, std::memory_order_relaxed);
         throw;
@@ -215,7 +209,7 @@ void typed_layer::deliver(std::uint32_t type, int source, std::span<const std::b
     if (_parallel) {
         std::lock_guard lock(_work_mutex);
         _work.push_back(deferred_batch{type, source, tag, {p.begin(), p.end()}});
-        _core->work_available(true);
+        core::work_available(_ctx, true);
         return;
     }
     run_batch(type, source, p, tag);
@@ -228,7 +222,7 @@ std::size_t typed_layer::run_parallel() {
         if (_work.empty()) return 0;
         b = std::move(_work.front());
         _work.pop_front();
-        if (_work.empty()) _core->work_available(false);
+        if (_work.empty()) core::work_available(_ctx, false);
     }
     run_batch(b.type, b.source, b.bytes, b.tag);
     return 1;
@@ -274,7 +268,7 @@ std::size_t typed_layer::run_deferred() {
         std::lock_guard lock(_work_mutex);
         _work.insert(_work.end(), std::make_move_iterator(ready.begin()),
                      std::make_move_iterator(ready.end()));
-        _core->work_available(true);
+        core::work_available(_ctx, true);
         return 0;
     }
     for (const deferred_batch& b : ready) run_batch(b.type, b.source, b.bytes, b.tag);
@@ -313,8 +307,8 @@ void typed_layer::batch_end(std::uint64_t saved, std::uint32_t type, int source,
 
 void typed_layer::begin(const epoch_options& opt) {
     const char* call = "am::epoch";
-    _core->check_thread(call);
-    if (_core->in_handler()) fail(errc::bad_context, call, "opened in a handler");
+    core::check_thread(_ctx, call);
+    if (core::in_handler(_ctx)) fail(errc::bad_context, call, "opened in a handler");
     if (_open_tag.load(std::memory_order_relaxed) != no_epoch_tag || _ending) {
         fail(errc::bad_context, call,
              "epoch " + std::to_string(_epoch) + " is still open: epochs do not nest");
@@ -339,8 +333,8 @@ void typed_layer::begin(const epoch_options& opt) {
         kept = !_deferred.empty();
     }
     if (kept) {
-        _core->signal_deferred();
-        (void)_core->poll();
+        core::signal_deferred(_ctx);
+        (void)core::poll(_ctx);
     }
 }
 
@@ -390,7 +384,7 @@ bool typed_layer::members_hold() const {
 
 // What the rank does while the detector waits: handle arrivals, send what handlers held back.
 std::size_t typed_layer::progress() {
-    std::size_t n = _core->poll();
+    std::size_t n = core::poll(_ctx);
     n += flush_members();
     return n;
 }
@@ -433,7 +427,7 @@ std::size_t typed_layer::contribution(unsigned slot, std::uint64_t value, std::u
             }
             return true;
         };
-        if (_core->exclusive(read)) break;
+        if (core::exclusive(_ctx, read)) break;
         check_timeout(w);
     }
     return _depth >= 0 ? 2 + 2 * static_cast<std::size_t>(_depth + 1) : 4;
@@ -471,7 +465,7 @@ void typed_layer::check_timeout(const wave_state& w) const {
     std::snprintf(secs, sizeof secs, "%g", _timeout);
     // The ranks that never joined this round of the detector (stopped polling, or stuck in
     // their own code) are the likely cause: name them where the transport can tell.
-    const std::string missing = _core->transport().collective_stragglers();
+    const std::string missing = core::stragglers(_ctx);
     fail(errc::timeout, "am::epoch::end",
          "epoch " + std::to_string(_epoch) + " did not end within " + secs +
              " s (AM_EPOCH_TIMEOUT)" + (missing.empty() ? "" : "; " + missing) +
@@ -480,8 +474,8 @@ void typed_layer::check_timeout(const wave_state& w) const {
 
 std::uint64_t typed_layer::end(std::uint64_t value, epoch_stats& out) {
     const char* call = "am::epoch::end";
-    _core->check_thread(call);
-    if (_core->in_handler()) fail(errc::bad_context, call, "called from a handler");
+    core::check_thread(_ctx, call);
+    if (core::in_handler(_ctx)) fail(errc::bad_context, call, "called from a handler");
     if (_open_tag.load(std::memory_order_relaxed) == no_epoch_tag) {
         fail(errc::bad_context, call, "no epoch is open");
     }
@@ -489,16 +483,16 @@ std::uint64_t typed_layer::end(std::uint64_t value, epoch_stats& out) {
     _ending = true;
     if (_timeout > 0) _end_began = std::chrono::steady_clock::now();
     wave_state w;
-    std::uint64_t words[transport::transport::max_reduce_words];
-    std::uint64_t sum[transport::transport::max_reduce_words];
-    const transport::idle_fn idle = [&]() -> std::size_t {
+    std::uint64_t words[core::max_reduce_words];
+    std::uint64_t sum[core::max_reduce_words];
+    const std::function<std::size_t()> idle = [&]() -> std::size_t {
         check_timeout(w);
         return progress();
     };
     try {
         for (;;) {
             const std::size_t n = contribution(slot, value, words, w);
-            _core->allreduce_sum(transport::coll::epoch_end, words, sum, n, idle, call);
+            core::allreduce_sum(_ctx, core::collective::epoch_end, words, sum, n, idle, call);
             ++w.waves;
             if (detect(sum, n, w)) break;
             check_timeout(w);
@@ -618,7 +612,7 @@ std::string typed_layer::report() const {
 // ------------------------------------------------------------- entry points of typed.hpp
 
 typed_layer* typed_of(context& ctx) {
-    return &ctx.models()->typed();
+    return &core::get<typed_layer>(ctx, typed_layer::key, "am::message_type");
 }
 typed_hot* typed_hot_of(typed_layer* l) noexcept {
     return &l->hot;

@@ -7,6 +7,7 @@
 
 #include <am/config.hpp>
 #include <am/context.hpp>
+#include <am/core/layer.hpp>
 #include <am/typed.hpp>
 
 #include <array>
@@ -21,10 +22,10 @@
 
 namespace am::detail {
 
-class context_impl;
-
-class typed_layer {
+class typed_layer final : public core::layer {
   public:
+    static constexpr core::key key{"typed (AM++)"};
+
     /// Levels counted separately (the depth-limited detector needs one pair per level).
     static constexpr unsigned max_levels = 8;
     static constexpr int max_depth = static_cast<int>(max_levels) - 2;
@@ -32,8 +33,6 @@ class typed_layer {
 
     typed_layer(context& ctx, const config& cfg);
     ~typed_layer();
-    typed_layer(const typed_layer&) = delete;
-    typed_layer& operator=(const typed_layer&) = delete;
 
     typed_hot hot;
 
@@ -58,7 +57,7 @@ class typed_layer {
     std::uint64_t end(std::uint64_t value, epoch_stats& out);
     void abandon() noexcept;
     /// The AM_STATS text: totals and a line per epoch (the last ones).
-    [[nodiscard]] std::string report() const;
+    [[nodiscard]] std::string report() const override;
 
   private:
     using counter = std::atomic<std::uint64_t>;
@@ -118,7 +117,6 @@ class typed_layer {
     void record_end(unsigned slot, epoch_stats& out);
 
     context& _ctx;
-    context_impl* _core;
     int _rank;
     int _size;
     std::size_t _max_batch;

@@ -17,7 +17,7 @@ class validation : public spmd_test {};
 
 // Writes one raw message to `dest` on the request lane, polling while the ring is full.
 void inject(am::context& ctx, int dest, const std::vector<std::byte>& msg) {
-    am::transport::transport& tp = ctx.impl()->transport();
+    am::transport::transport& tp = detail::access::impl(ctx)->transport();
     for (;;) {
         std::byte* p = tp.try_reserve(dest, 0, msg.size());
         if (p != nullptr) {

@@ -86,7 +86,7 @@ class message_type {
         using K = detail::handle_t<D>;
         const std::string label = "am::message_type \"" + std::string(name) + "\"";
         _handler = detail::core_register(
-            ctx.impl(),
+            detail::access::impl(ctx),
             detail::handler_desc{K::kind, K::nargs, &detail::invoke_callable<D>, new D(deliver),
                                  &detail::destroy_callable<D>, label, typeid(D).name()});
         detail::typed_set_handler(_layer, _id, _handler);

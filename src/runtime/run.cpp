@@ -2,7 +2,7 @@
 // am::run: starts the ranks through the transport registry and runs the rank function in a
 // context on each, then waits for quiescence so no message is lost at the end.
 #include "../transport/registry.hpp"
-#include "run_rank.hpp"
+#include "rank_session.hpp"
 
 #include <am/context.hpp>
 
@@ -42,11 +42,11 @@ int detail::rank_failed(transport::transport& tp, const std::exception_ptr& fail
     }
 }
 
-detail::rank_session::rank_session(transport::transport& tp, const config& cfg)
-    : _tp(tp), _print_stats(cfg.print_stats), _impl(tp, cfg), _models(_impl.front(), cfg) {
-    // The model layers registered their handlers above, before any message can be dispatched
-    // here (no poll has run, no progress thread yet).
-    _impl.front().attach_models(&_models);
+detail::rank_session::rank_session(transport::transport& tp, const config& cfg,
+                                   std::span<const runtime::layer_entry> extra)
+    : _tp(tp), _print_stats(cfg.print_stats), _impl(tp, cfg), _layers(_impl.front(), cfg, extra) {
+    // The layers registered their handlers above, before any message can be dispatched here
+    // (no poll has run, no progress thread yet).
     _impl.seal_builtin();
     if (cfg.progress_thread) _impl.start_progress_thread();
 }
@@ -59,14 +59,15 @@ void detail::rank_session::finish() {
     _impl.quiesce(transport::coll::end_of_run);
     _impl.stop_progress_thread();
     if (_print_stats) {
-        std::fputs((_impl.snapshot().to_string() + _models.typed().report()).c_str(), stderr);
+        std::fputs((_impl.snapshot().to_string() + _layers.report()).c_str(), stderr);
     }
     _tp.mark_finished();
 }
 
-int detail::run_rank(transport::transport& tp, const config& cfg, const rank_main& fn) {
+int detail::run_rank(transport::transport& tp, const config& cfg, const rank_main& fn,
+                     std::span<const runtime::layer_entry> extra) {
     try {
-        detail::rank_session session(tp, cfg);
+        detail::rank_session session(tp, cfg, extra);
         fn(session.ctx());
         session.finish();
         return 0;
@@ -75,14 +76,19 @@ int detail::run_rank(transport::transport& tp, const config& cfg, const rank_mai
     }
 }
 
-int run(const config& cfg, const rank_main& fn) {
+int runtime::run_with_layers(const config& cfg, std::span<const layer_entry> extra,
+                             const rank_main& fn) {
     try {
         return transport::launch(
-            cfg, [&](transport::transport& tp) { return detail::run_rank(tp, cfg, fn); });
+            cfg, [&](transport::transport& tp) { return detail::run_rank(tp, cfg, fn, extra); });
     } catch (const std::exception& e) {
         std::fprintf(stderr, "am: %s\n", e.what());
         return 1;
     }
+}
+
+int run(const config& cfg, const rank_main& fn) {
+    return runtime::run_with_layers(cfg, {}, fn);
 }
 
 int run(int /*argc*/, char** /*argv*/, const rank_main& fn) {

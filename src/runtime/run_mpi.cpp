@@ -2,7 +2,7 @@
 // am::mpi_session and am::run on an MPI communicator (include/am/mpi.hpp). `run` is a session
 // around the rank function: the set-up, the teardown and the failure path exist once.
 #include "../transport/mpi/mpi_transport.hpp"
-#include "run_rank.hpp"
+#include "rank_session.hpp"
 
 #include <am/mpi.hpp>
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-// One rank of a job: context, model layers, the rank function, quiescence (src/core/run.cpp).
+// One rank of a job: context, layers, the rank function, quiescence (src/runtime/run.cpp).
 // `rank_session` is the part before and after the rank function, shared by `am::run` (every
 // transport) and `am::mpi_session` (include/am/mpi.hpp).
 #pragma once
 
-#include "../models/model_set.hpp"
+#include "../core/context_impl.hpp"
 #include "../transport/transport.hpp"
-#include "context_impl.hpp"
+#include "layers.hpp"
 
 #include <am/context.hpp>
 
@@ -14,14 +14,15 @@
 
 namespace am::detail {
 
-/// The rank `tp` belongs to, set up: its context, the model layers (registered first,
+/// The rank `tp` belongs to, set up: its context, the layers (registered first,
 /// identically on every rank, before any message can be dispatched) and, when configured, the
 /// progress thread. Used by the rank's thread.
 class rank_session {
   public:
     /// Throws am::error when the context cannot be set up.
-    rank_session(transport::transport& tp, const config& cfg);
-    /// Stops the progress thread before the models and the context go, also when the rank
+    rank_session(transport::transport& tp, const config& cfg,
+                 std::span<const runtime::layer_entry> extra = {});
+    /// Stops the progress thread before the layers and the context go, also when the rank
     /// function threw.
     ~rank_session();
     rank_session(const rank_session&) = delete;
@@ -41,12 +42,13 @@ class rank_session {
     transport::transport& _tp;
     bool _print_stats;
     context_impl _impl;
-    model_set _models;
+    runtime::layer_stack _layers;
 };
 
 /// Runs `fn` as the rank `tp` belongs to; returns 0, or 1 after printing why the rank failed
 /// (and failing the job when the failure started here).
-int run_rank(transport::transport& tp, const config& cfg, const rank_main& fn);
+int run_rank(transport::transport& tp, const config& cfg, const rank_main& fn,
+             std::span<const runtime::layer_entry> extra = {});
 
 /// Reports `failure` (an exception caught on this rank) on stderr, naming the rank, and fails
 /// the job when the failure started here (anything but errc::aborted, which means another rank

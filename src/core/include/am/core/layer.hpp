@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// The core's interface to the layers built on it — rma (Split-C), msg (send/receive), typed
+// (AM++) and those to come. It is the only header of the core a layer includes; the build puts
+// nothing else of src/core on a layer's include path and refuses a layer source that includes
+// another private header (cmake/am_layers.cmake). Everything else a layer needs is the public
+// API (include/am): registering handlers, requests and replies, counters, waits.
+// docs/layers.md explains how to add a layer and the rules a layer follows.
+//
+// Thread-safety: every call takes the rank's context and follows the context's rules (the
+// rank's own thread, or any thread with a progress thread / thread_multiple); "from a handler"
+// means on the thread that runs the handler.
+#pragma once
+
+#include <am/context.hpp>
+#include <am/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+namespace am::core {
+
+// ------------------------------------------------------------------------------------ layers
+
+/// Base of a layer's per-rank object. The runtime creates one per layer and rank right after
+/// the rank's context, in the same order on every rank and before any message can be
+/// dispatched, so handlers a layer registers in its constructor get the same indices
+/// everywhere without a handshake. Destroyed after the rank's final quiescence, in reverse
+/// order (no message for it can still arrive).
+class layer {
+  public:
+    layer() = default;
+    virtual ~layer() = default;
+    layer(const layer&) = delete;
+    layer& operator=(const layer&) = delete;
+    /// Lines appended to the AM_STATS report at the end of the run; empty when none.
+    [[nodiscard]] virtual std::string report() const { return {}; }
+};
+
+/// The identity of a kind of layer: define one `static constexpr core::key` per layer kind;
+/// its address is what `attach` and `find` compare. `name` appears in errors.
+struct key {
+    const char* name;
+};
+
+/// The most layers one context holds.
+inline constexpr unsigned max_layers = 8;
+
+/// Makes `l` the rank's layer of kind `k` (the runtime calls this; `l` outlives the context's
+/// use). Throws am::error when `k` is attached already or `max_layers` are.
+void attach(context& ctx, const key& k, layer& l);
+/// The rank's layer of kind `k`, or null. Cheap: a scan of at most `max_layers` entries.
+[[nodiscard]] layer* find(const context& ctx, const key& k) noexcept;
+/// Throws am::error(errc::bad_context) naming `call`: the context has no layer of kind `k`.
+[[noreturn]] void missing(const context& ctx, const key& k, const char* call);
+/// As `find`, as an `L&`; throws am::error(errc::bad_context) naming `call` when the context
+/// has no such layer (a context not made by am::run).
+template <class L>
+[[nodiscard]] L& get(const context& ctx, const key& k, const char* call) {
+    layer* l = find(ctx, k);
+    if (l == nullptr) [[unlikely]]
+        missing(ctx, k, call);
+    return static_cast<L&>(*l);
+}
+
+// ------------------------------------------------------------------- threads and handlers
+
+/// True on a thread that is running a handler of this context.
+[[nodiscard]] bool in_handler(const context& ctx) noexcept;
+/// True on a thread that is running a reply handler of this context (which may not send
+/// requests).
+[[nodiscard]] bool in_reply_handler(const context& ctx) noexcept;
+/// Throws am::error(errc::bad_context) naming `call` when the calling thread may not use the
+/// context (see config::thread_multiple).
+void check_thread(const context& ctx, const char* call);
+/// check_thread, and refuses a call from a handler (handlers must not block): for every call
+/// that waits.
+void check_wait(const context& ctx, const char* call);
+/// True when another thread may run this rank's handlers concurrently with its own (a
+/// progress thread, thread_multiple): a layer then locks the state its handlers share.
+[[nodiscard]] bool locking(const context& ctx) noexcept;
+/// Runs `f` while no handler of this rank runs on another thread. `f` must not send.
+bool exclusive(context& ctx, const std::function<bool()>& f);
+
+// --------------------------------------------------------------------------------- sending
+
+/// Registers a handler from its descriptor (the public context::handler, for a layer that
+/// builds the descriptor itself, e.g. the C API). Same rules and errors as that call.
+std::uint32_t register_handler(context& ctx, const detail::handler_desc& h);
+/// Sends the message `d` describes as a request (the public context::request* calls, for a
+/// layer that builds the descriptor itself). Same rules and errors as those calls.
+void send(context& ctx, const detail::send_desc& d);
+/// The number of handlers the library (all layers) registered; a program's start after them.
+[[nodiscard]] std::uint32_t library_handlers(const context& ctx) noexcept;
+/// The text of the error for a send to `handler`, which is not a registered program handler.
+[[nodiscard]] std::string unregistered(const context& ctx, std::uint32_t handler);
+
+// -------------------------------------------------------------------------------- progress
+
+/// Handles arrived messages (as context::poll); returns how many.
+std::size_t poll(context& ctx);
+/// Work the layer keeps for later (e.g. batches of an epoch this rank has not begun): `fn`
+/// runs inside a poll, as a handler does (its sends never block), after `signal_deferred`.
+void set_deferred(context& ctx, std::function<std::size_t()> fn);
+void signal_deferred(context& ctx) noexcept;
+/// Work that any thread polling this rank may run concurrently (thread_multiple): `fn` runs
+/// as a handler, one unit per call, returning how many it ran; `work_available` says whether
+/// there is any.
+void set_parallel_work(context& ctx, std::function<std::size_t()> fn);
+void work_available(context& ctx, bool yes) noexcept;
+
+// ----------------------------------------------------------------------------- collectives
+
+/// The collectives a layer starts. Every rank must start the same kind at the same point;
+/// a rank in another collective fails the job naming both (errc::collective_mismatch).
+enum class collective : std::uint8_t {
+    exchange,   // am::context::exchange
+    epoch_end,  // am::epoch::end: a round of the termination detector
+};
+/// Exchange of `bytes` per rank (at most 1 KiB) into `out` (size × bytes), rank order; polls
+/// while it waits. Not from a handler.
+void allgather(context& ctx, collective kind, const void* in, void* out, std::size_t bytes,
+               const char* call);
+/// The most words one allreduce_sum adds.
+inline constexpr std::size_t max_reduce_words = 32;
+/// Element-wise sum over all ranks of `n` words (at most max_reduce_words), calling `idle` while it
+/// waits
+/// (`idle` returns the work it did, 0 when none). Not from a handler.
+void allreduce_sum(context& ctx, collective kind, const std::uint64_t* in, std::uint64_t* out,
+                   std::size_t n, const std::function<std::size_t()>& idle, const char* call);
+/// While waiting in a collective: the ranks that have not joined it ("" when unknown).
+[[nodiscard]] std::string stragglers(context& ctx);
+
+// ---------------------------------------------------------------------------- memory, failure
+
+/// Rank `rank`'s segment mapped into this process (threads, shm, node peers under mpi), or
+/// empty when it can be reached only by messages. The own rank's is context::segment().
+[[nodiscard]] std::span<std::byte> segment_of(const context& ctx, int rank) noexcept;
+/// True once any rank failed the job; `failure_reason` then says why.
+[[nodiscard]] bool job_failed(const context& ctx) noexcept;
+[[nodiscard]] std::string failure_reason(const context& ctx);
+
+}  // namespace am::core

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// The one list of the library's layers. To add a layer: its folder and library (docs/layers.md),
+// and one line below.
+#include "layers.hpp"
+
+#include "../msg/msg_layer.hpp"
+#include "../rma/rma_layer.hpp"
+#include "../typed/typed_layer.hpp"
+
+namespace am::runtime {
+namespace {
+
+constexpr layer_entry library_layers[] = {
+    {&detail::rma_layer::key, &make_layer<detail::rma_layer>},
+    {&detail::msg_layer::key, &make_layer<detail::msg_layer>},
+    {&detail::typed_layer::key, &make_layer<detail::typed_layer>},
+};
+
+}  // namespace
+
+layer_stack::layer_stack(context& ctx, const config& cfg, std::span<const layer_entry> extra) {
+    for (const layer_entry& e : library_layers) add(ctx, cfg, e);
+    for (const layer_entry& e : extra) add(ctx, cfg, e);
+}
+
+layer_stack::~layer_stack() {
+    while (!_layers.empty()) _layers.pop_back();
+}
+
+void layer_stack::add(context& ctx, const config& cfg, const layer_entry& e) {
+    _layers.push_back(e.make(ctx, cfg));
+    core::attach(ctx, *e.key, *_layers.back());
+}
+
+std::string layer_stack::report() const {
+    std::string text;
+    for (const auto& l : _layers) text += l->report();
+    return text;
+}
+
+}  // namespace am::runtime
