@@ -2,6 +2,9 @@
 /// @file
 /// `am::context` (one per rank), `am::token` (handed to every handler) and `am::run`.
 ///
+/// Over 500 lines on purpose: this is the reference of the whole per-rank API (active
+/// messages, Split-C, send/receive), read top to bottom; its templates are thin and inline.
+///
 /// Thread-safety: a context is used by the thread that runs its rank. With
 /// `config::progress_thread` a second, internal thread also polls; sends, polls and waits are
 /// then serialised internally and handlers may run on that thread.

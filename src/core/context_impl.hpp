@@ -79,6 +79,7 @@ class context_impl final : public transport::message_sink {
     std::size_t poll();
     std::size_t poll_shared();
     void deliver(int source, unsigned lane, std::byte* msg, std::size_t len) final;
+    friend struct dispatch_limits;
     void barrier();
     /// Collective exchange of `bytes` per rank (≤ the transport's gather limit); polls while
     /// it waits. Not callable from a handler. `kind` names the operation to the other ranks
@@ -167,6 +168,10 @@ class context_impl final : public transport::message_sink {
     [[nodiscard]] std::uint64_t total_sent() const noexcept;
     [[nodiscard]] std::uint64_t total_received() const noexcept;
     void reject(int source, const char* why) noexcept;
+    [[gnu::cold, gnu::noinline]] void deliver_unusual(int source, unsigned lane, std::byte* msg,
+                                                      std::size_t len, const char* why);
+    [[gnu::always_inline]] inline void dispatch(int source, unsigned lane, std::byte* msg,
+                                                const incoming& in);
     void check_tables();
     void check_thread_slow(const char* call) const;
     [[noreturn]] void report_mismatch(std::uint32_t max_count);
@@ -178,6 +183,8 @@ class context_impl final : public transport::message_sink {
     std::vector<entry_label> gather_labels(std::uint32_t i);
     void progress_loop() noexcept;
     [[nodiscard, gnu::always_inline]] inline std::size_t poll_locked();
+    /// poll_locked for the general send path (context_send.cpp), which cannot inline it.
+    std::size_t poll_from_send();
 
     transport::transport& _tp;
     // The transport again when it is the ring transport (threads, shm): the hot paths call it
