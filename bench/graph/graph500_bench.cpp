@@ -299,7 +299,8 @@ int main(int argc, char** argv) {
                 ok = run_system("am", cmd, {"AM_TRANSPORT=shm", "AM_RANKS=2"}, k, am) && ok;
             }
             if (have_pbgl) {
-                // As the am ranks are pinned: rank r on core r, when there are two cores.
+                // mpirun binds PBGL's processes to cores when there are two (am-graph500
+                // does not pin its ranks; docs/graph.md says so beside the figures).
                 std::vector<std::string> cmd = {o.mpirun, "-n", "2", "--map-by", "core"};
                 if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
                     cmd.insert(cmd.end(), {"--bind-to", "core"});

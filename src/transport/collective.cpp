@@ -5,6 +5,7 @@
 
 #include <am/error.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
