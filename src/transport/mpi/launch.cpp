@@ -39,6 +39,16 @@ void mpi_transport::fail_job(std::string_view reason) noexcept {
     }
 }
 
+// A peer sent what the protocol does not allow (eager_format.hpp): a bug or memory corruption
+// on its side, after which nothing it sends can be trusted. Called without `_mutex` held.
+void mpi_transport::malformed(int source, const std::string& what) {
+    const std::string reason = "rank " + std::to_string(rank()) +
+                               ": malformed MPI message from rank " + std::to_string(source) +
+                               " (" + what + ")";
+    fail_job(reason);
+    throw error(errc::aborted, reason);
+}
+
 void mpi_transport::end_job(int status, bool progress) noexcept {
     // Let the failure messages leave (and the peers print what happened), then end the job:
     // an MPI job cannot go on with a rank missing, and MPI_Abort is bounded.
@@ -172,6 +182,13 @@ job::job(MPI_Comm user, const config& cfg) : _s(std::make_unique<state>()) {
     MPI_Comm_size(_s->comm, &size);
     make_node(_s->comm, cfg, rank, size, _s->nd);
     _s->tp = std::make_unique<mpi_transport>(_s->comm, _s->data, rank, size, _s->nd, locking);
+    // The largest message a peer may send, to check its announcements against: a medium one
+    // (max_message(), which differs with node sizes) or a long one carrying a whole segment
+    // inline (its header, arguments and trailer are far below max_message()).
+    const std::uint64_t mine = _s->tp->max_message() + _s->tp->segment(rank).size();
+    std::uint64_t largest = 0;
+    check(MPI_Allreduce(&mine, &largest, 1, MPI_UINT64_T, MPI_MAX, _s->comm), "MPI_Allreduce");
+    _s->tp->set_largest_message(largest);
     record_open(_s->open, *_s->tp);
 }
 
@@ -184,7 +201,14 @@ transport& job::tp() noexcept {
 void job::finish(int status) {
     if (!_s) return;
     if (status != 0 || _s->tp->job_failed()) _s->tp->abort_job(status);
-    _s->tp->finish();
+    try {
+        _s->tp->finish();
+    } catch (const error& e) {
+        if (!_s->tp->job_failed()) throw;
+        // The drain met a malformed message (and failed the job): end it as any failed job.
+        std::fprintf(stderr, "am: %s\n", e.what());
+        _s->tp->abort_job(1);
+    }
     record_closed(_s->open);  // exit() works as without am from here on
     _s.reset();               // the transport, the node's memory, then the communicators
 }

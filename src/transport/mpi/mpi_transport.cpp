@@ -3,7 +3,7 @@
 //  - node peers (same host, within AM_NODE_SIZE): a ring region in shared memory, the shm
 //    transport's rings and segments, reached through a `ring_transport` over the node's ranks;
 //  - other peers: MPI point-to-point on a private duplicate `_comm` of the job communicator
-//    (protocol: eager_format.hpp).
+//    (protocol and the check of what arrives: eager_format.hpp).
 // Here: the collectives (one MPI_Iallreduce each), sends (MPI_Isend of eager buffers), the
 // receiving path (posted slots, messages held behind large ones, credits) and the drain at the
 // end of a job. Setting up is in setup.cpp and node.cpp, the job and its failures in launch.cpp.
@@ -116,66 +116,71 @@ std::size_t mpi_transport::take_slot(int slot, const MPI_Status& st, message_sin
     MPI_Get_count(&st, MPI_BYTE, &count);
     std::byte* msg = _slots[static_cast<std::size_t>(slot)].get();
     const auto len = static_cast<std::size_t>(count);
-    unsigned lane = 0;
-    {
+    eager_message m;
+    const char* bad = parse_eager(st.MPI_TAG, msg, len, _largest, m);
+    if (bad == nullptr) {
         maybe_lock lock(_mutex, _locking);
-        if (!file(source, st.MPI_TAG, msg, len, sink != nullptr, lane)) {
-            return st.MPI_TAG == tag_credit ? 1 : 0;  // credits are progress for a waiting send
+        const filing f = file(source, m, sink != nullptr);
+        if (f.error == nullptr && !f.deliver) {
+            return m.kind == eager_kind::credit ? 1 : 0;  // credits are progress for a waiting send
         }
+        bad = f.error;
     }
-    sink->deliver(source, lane, msg, len);
+    if (bad != nullptr) [[unlikely]]
+        malformed(source, "tag " + std::to_string(st.MPI_TAG) + ", " + std::to_string(len) +
+                              " bytes: " + bad);  // without the lock: fail_job takes it
+    sink->deliver(source, m.lane, msg, len);
     return 1;
 }
 
-// Books a message that arrived from `source`. True when it is a core message to deliver now
-// (on `lane`); large messages, and messages behind them, wait in the source's queue.
-bool mpi_transport::file(int source, int tag, const std::byte* msg, std::size_t len,
-                         bool can_deliver, unsigned& lane) {
+// Books a message from `source` that passed parse_eager: a core message to deliver now, or one
+// to hold (large messages, and messages behind them, wait in the source's queue); credits; a
+// failure. Its `error` says why the message breaks the protocol after all.
+mpi_transport::filing mpi_transport::file(int source, const eager_message& m, bool can_deliver) {
     const auto src = static_cast<std::size_t>(source);
     ++_received[src];
-    switch (tag) {
-        case tag_msg:
-        case tag_msg + 1: {
-            lane = static_cast<unsigned>(tag - tag_msg);
+    switch (m.kind) {
+        case eager_kind::message: {
             if (_held[src].empty() && can_deliver) {
-                consumed(source, lane);
-                return true;
+                consumed(source, m.lane);
+                return {true, nullptr};
             }
+            const std::size_t len = m.bytes.size();
             held_msg h;
             h.bytes = std::make_unique<std::byte[]>(len == 0 ? 1 : len);
-            std::memcpy(h.bytes.get(), msg, len);
+            if (len != 0) std::memcpy(h.bytes.get(), m.bytes.data(), len);
             h.len = len;
-            h.lane = lane;
+            h.lane = m.lane;
             _held[src].push_back(std::move(h));
             ++_held_total;
-            return false;
+            return {};
         }
-        case tag_big:
-        case tag_big + 1: {
-            std::uint64_t n = 0;
-            std::memcpy(&n, msg, 8);
+        case eager_kind::big: {
             held_msg h;
-            h.bytes = std::make_unique<std::byte[]>(n);
-            h.len = static_cast<std::size_t>(n);
-            h.lane = static_cast<unsigned>(tag - tag_big);
-            check(MPI_Irecv(h.bytes.get(), static_cast<int>(n), MPI_BYTE, source, 0, _data, &h.req),
+            h.bytes = std::make_unique<std::byte[]>(static_cast<std::size_t>(m.big_bytes));
+            h.len = static_cast<std::size_t>(m.big_bytes);
+            h.lane = m.lane;
+            // parse_eager keeps the count within an int; drain_held checks what arrived.
+            check(MPI_Irecv(h.bytes.get(), static_cast<int>(h.len), MPI_BYTE, source, 0, _data,
+                            &h.req),
                   "MPI_Irecv");
             _held[src].push_back(std::move(h));
             ++_held_total;
-            return false;
+            return {};
         }
-        case tag_credit: {
-            std::uint32_t w[2];
-            std::memcpy(w, msg, sizeof w);
-            if (w[0] < num_lanes) _credits[index(source, w[0])] += w[1];
-            return false;
+        case eager_kind::credit: {
+            std::uint32_t& c = _credits[index(source, m.lane)];
+            // A receiver returns at most what it was lent: never more than credits_per_peer.
+            if (m.credits > credits_per_peer - c) return {false, "more credits returned than lent"};
+            c += m.credits;
+            return {};
         }
-        case tag_fail:
-            _ring.fail_job(std::string_view(reinterpret_cast<const char*>(msg), len));
-            return false;
-        default:
-            return false;
+        case eager_kind::fail:
+            _ring.fail_job(
+                std::string_view(reinterpret_cast<const char*>(m.bytes.data()), m.bytes.size()));
+            return {};
     }
+    return {};
 }
 
 // Messages from one source that arrived behind a large one leave in order once it is in.
@@ -184,20 +189,31 @@ std::size_t mpi_transport::drain_held(message_sink* sink) {
     for (std::size_t s = 0; s < _held.size(); ++s) {
         for (;;) {
             held_msg h;
+            int arrived = -1;    // a large message that is in: its size
+            bool wrong = false;  // ... which is not the size announced
             {
                 maybe_lock lock(_mutex, _locking);
                 auto& q = _held[s];
                 if (q.empty()) break;
                 if (q.front().req != MPI_REQUEST_NULL) {
                     int done = 0;
-                    check(MPI_Test(&q.front().req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+                    MPI_Status st;
+                    check(MPI_Test(&q.front().req, &done, &st), "MPI_Test");
                     if (!done) break;
+                    MPI_Get_count(&st, MPI_BYTE, &arrived);
                 }
-                if (sink == nullptr) break;
+                // Longer than announced: MPI_ERR_TRUNCATE, fatal on `_data`; shorter: below.
+                wrong = arrived >= 0 && static_cast<std::size_t>(arrived) != q.front().len;
+                if (sink == nullptr && !wrong) break;
                 h = std::move(q.front());
                 q.pop_front();
                 --_held_total;
-                consumed(static_cast<int>(s), h.lane);
+                if (!wrong) consumed(static_cast<int>(s), h.lane);
+            }
+            if (wrong) [[unlikely]] {
+                malformed(static_cast<int>(s), "large message of " + std::to_string(arrived) +
+                                                   " bytes, " + std::to_string(h.len) +
+                                                   " announced");
             }
             sink->deliver(static_cast<int>(s), h.lane, h.bytes.get(), h.len);
             ++handled;

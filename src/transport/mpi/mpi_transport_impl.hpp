@@ -155,6 +155,9 @@ class mpi_transport final : public transport {
     /// The rank finished normally: drains the protocol with every peer and releases the MPI
     /// resources, so the communicators can be freed. Collective.
     void finish();
+    /// Announced large messages may be up to `bytes`, the largest message a rank of the job
+    /// may send (set by the job once the ranks agreed on it; see `job::job`).
+    void set_largest_message(std::uint64_t bytes) noexcept { _largest = bytes; }
     /// The job failed: lets the failure messages leave, then aborts the MPI job.
     [[noreturn]] void abort_job(int status) { end_job(status, true); }
     /// exit(`status`) was called in this process while the job is open (by any thread): says
@@ -201,8 +204,13 @@ class mpi_transport final : public transport {
     }
     std::size_t poll_mpi(message_sink* sink);
     std::size_t take_slot(int slot, const MPI_Status& st, message_sink* sink);
-    bool file(int source, int tag, const std::byte* msg, std::size_t len, bool can_deliver,
-              unsigned& lane);
+    /// What `file` made of an arrived message.
+    struct filing {
+        bool deliver = false;         // a core message to hand to the core now
+        const char* error = nullptr;  // the message breaks the protocol: why
+    };
+    filing file(int source, const eager_message& m, bool can_deliver);
+    [[noreturn]] void malformed(int source, const std::string& what);
     std::size_t drain_held(message_sink* sink);
     void consumed(int source, unsigned lane);
     void wait(MPI_Request& r, const idle_fn& idle) {
@@ -268,6 +276,7 @@ class mpi_transport final : public transport {
     bool _remote;                                 // some peers are reached through MPI
     unsigned _mpi_every;                          // polls per MPI poll
     unsigned _tick = 0;
+    std::uint64_t _largest = 0;  // announced large messages are at most this
     const std::thread::id _owner = std::this_thread::get_id();  // the thread of the job
 };
 
