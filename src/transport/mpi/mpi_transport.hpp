@@ -39,7 +39,8 @@ class job {
     /// Ends the job. `status` 0 on a healthy job: drains the protocol with every peer and frees
     /// the communicators (collective; the rank must have quiesced and `mark_finished`).
     /// Otherwise (non-zero `status`, or the job failed meanwhile) brings the whole MPI job down
-    /// with MPI_Abort after the failure messages had time to leave: does not return then.
+    /// with MPI_Abort after the failure messages had time to leave: does not return then; so
+    /// does a malformed message from a peer met while draining.
     void finish(int status);
 
   private:
