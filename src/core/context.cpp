@@ -2,6 +2,8 @@
 // The public `am::context` / `am::token` entry points: thin forwarding to `context_impl`.
 #include "context_impl.hpp"
 
+#include "../util/error.hpp"
+
 #include <am/context.hpp>
 
 namespace am {
@@ -13,16 +15,15 @@ void core_send(context_impl* c, const send_desc& d) {
 }
 
 void core_reply(token& t, const send_desc& d) {
+    const char* call = "am::token::reply";
     if (!t.is_request()) {
-        throw error(errc::bad_reply, "am::token::reply: rank " + std::to_string(t._ctx->rank()) +
-                                         ": called in a reply handler; only request handlers "
-                                         "may reply");
+        util::fail(errc::bad_reply, call, t._ctx->rank(),
+                   "called in a reply handler; only request handlers may reply");
     }
     if (t._replied) {
-        throw error(errc::bad_reply, "am::token::reply: rank " + std::to_string(t._ctx->rank()) +
-                                         ": second reply to the request from rank " +
-                                         std::to_string(t.source()) +
-                                         " (at most one reply per request)");
+        util::fail(errc::bad_reply, call, t._ctx->rank(),
+                   "second reply to the request from rank " + std::to_string(t.source()) +
+                       " (at most one reply per request)");
     }
     t._ctx->send(d, true);
     t._replied = true;
@@ -50,8 +51,8 @@ void core_idle(context_impl* c, unsigned& backoff_state) {
 void core_check_wait(context_impl* c, const char* call) {
     c->check_thread(call);
     if (c->in_handler()) {
-        throw error(errc::bad_context, std::string(call) + ": rank " + std::to_string(c->rank()) +
-                                           ": called from a handler; handlers must not block");
+        util::fail(errc::bad_context, call, c->rank(),
+                   "called from a handler; handlers must not block");
     }
 }
 

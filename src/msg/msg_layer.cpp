@@ -128,10 +128,10 @@ void msg_layer::check_recv(int source, int tag, std::span<std::byte> buffer,
 void msg_layer::fail_too_large(msg_op& op, int source, int tag, std::size_t bytes,
                                const char* call) {
     op.failure = errc::too_large;
-    op.what = std::string(call) + ": rank " + std::to_string(_rank) + ": the message from rank " +
-              std::to_string(source) + " with tag " + std::to_string(tag) + " has " +
-              std::to_string(bytes) + " bytes, more than the receive buffer of " +
-              std::to_string(op.capacity) + " bytes; it stays queued for a larger receive";
+    op.what = util::where(call, _rank) + "the message from rank " + std::to_string(source) +
+              " with tag " + std::to_string(tag) + " has " + std::to_string(bytes) +
+              " bytes, more than the receive buffer of " + std::to_string(op.capacity) +
+              " bytes; it stays queued for a larger receive";
     op.complete.store(true, std::memory_order_release);
 }
 
