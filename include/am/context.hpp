@@ -168,8 +168,6 @@ send_desc make_desc(int dest, lane ln, H h, const std::uint64_t* slots) {
 /// Valid only during the handler call; not copyable.
 class token {
   public:
-    token(detail::context_impl* c, int source, detail::lane ln) noexcept
-        : _ctx(c), _source(source), _lane(ln) {}
     token(const token&) = delete;
     token& operator=(const token&) = delete;
 
@@ -215,6 +213,8 @@ class token {
     template <unsigned N>
     friend void detail::core_reply_short(token&, std::uint32_t, const std::uint64_t*);
     friend class detail::context_impl;
+    token(detail::context_impl* c, int source, detail::lane ln) noexcept
+        : _ctx(c), _source(source), _lane(ln) {}
     detail::context_impl* _ctx;
     int _source;
     detail::lane _lane;
