@@ -8,3 +8,19 @@ if(AM_SANITIZE)
   add_compile_options(-fsanitize=${_am_san} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${_am_san})
 endif()
+
+# Internal assertions (AM_ASSERT, src/util/assert.hpp): checks of the library's own invariants,
+# on in Debug and sanitizer builds, compiled out otherwise. ON or OFF forces them either way
+# (e.g. a Release build with assertions: -DAM_ASSERT=ON).
+set(AM_ASSERT "auto" CACHE STRING "Internal assertions: auto (Debug and sanitizer builds), ON, OFF")
+set_property(CACHE AM_ASSERT PROPERTY STRINGS auto ON OFF)
+string(TOLOWER "${AM_ASSERT}" _am_assert)
+if(_am_assert STREQUAL "auto")
+  if(AM_SANITIZE)
+    target_compile_definitions(am_private INTERFACE AM_ENABLE_ASSERT=1)
+  else()
+    target_compile_definitions(am_private INTERFACE $<$<CONFIG:Debug>:AM_ENABLE_ASSERT=1>)
+  endif()
+elseif(AM_ASSERT)
+  target_compile_definitions(am_private INTERFACE AM_ENABLE_ASSERT=1)
+endif()

@@ -39,12 +39,15 @@ handler_table::~handler_table() {
 std::uint32_t handler_table::add(const handler_desc& d, int rank, bool library,
                                  std::uint32_t builtin) {
     const std::uint32_t i = _count.load(std::memory_order_relaxed);
+    AM_ASSERT(builtin <= max_library_handlers && (library || builtin <= i),
+              "library handlers: more than their room, or after the program's");
     const std::uint32_t limit = library ? max_library_handlers : builtin + max_program_handlers;
     if (i >= limit) {
         if (d.destroy) d.destroy(d.obj);
         throw error(errc::too_large, "am::context::handler: rank " + std::to_string(rank) + ": " +
                                          table_full(library, builtin));
     }
+    AM_ASSERT(i < max_handlers, "handler table overflow");
     handler_cold& e = _cold[i];
     e.kind = d.kind;
     e.nargs = d.nargs;
@@ -59,6 +62,7 @@ std::uint32_t handler_table::add(const handler_desc& d, int rank, bool library,
 }
 
 std::uint64_t handler_table::digest(std::uint32_t n) const noexcept {
+    AM_ASSERT(n <= count(), "digest of entries not registered");
     std::uint64_t h = 1469598103934665603ull;
     for (std::uint32_t i = 0; i < n; ++i) h = (h ^ _cold[i].digest) * 1099511628211ull;
     return h;

@@ -5,6 +5,8 @@
 // from what only registration, the handshake and statistics read.
 #pragma once
 
+#include "../util/assert.hpp"
+
 #include <am/context.hpp>
 
 #include <atomic>
@@ -60,12 +62,26 @@ class handler_table {
     [[nodiscard]] std::uint32_t count() const noexcept {
         return _count.load(std::memory_order_acquire);
     }
-    [[nodiscard]] const handler_hot& hot(std::uint32_t i) const noexcept { return _hot[i]; }
-    [[nodiscard]] std::uint16_t signature(std::uint32_t i) const noexcept { return _sig[i]; }
+    // Entries [0, count()) are readable: callers check an index against the count (or the
+    // sealed count below it) before they look an entry up.
+    [[nodiscard]] const handler_hot& hot(std::uint32_t i) const noexcept {
+        AM_ASSERT(i < count(), "handler index out of range");
+        return _hot[i];
+    }
+    [[nodiscard]] std::uint16_t signature(std::uint32_t i) const noexcept {
+        AM_ASSERT(i < count(), "handler index out of range");
+        return _sig[i];
+    }
     /// Every entry's signature, indexed by handler (valid for [0, count())).
     [[nodiscard]] const std::uint16_t* signatures() const noexcept { return _sig.get(); }
-    [[nodiscard]] handler_counters& counters(std::uint32_t i) const noexcept { return _ctr[i]; }
-    [[nodiscard]] const handler_cold& cold(std::uint32_t i) const noexcept { return _cold[i]; }
+    [[nodiscard]] handler_counters& counters(std::uint32_t i) const noexcept {
+        AM_ASSERT(i < count(), "handler index out of range");
+        return _ctr[i];
+    }
+    [[nodiscard]] const handler_cold& cold(std::uint32_t i) const noexcept {
+        AM_ASSERT(i < count(), "handler index out of range");
+        return _cold[i];
+    }
     /// Digest of the first `n` entries, order-sensitive.
     [[nodiscard]] std::uint64_t digest(std::uint32_t n) const noexcept;
 

@@ -22,10 +22,16 @@ constexpr std::size_t ring_stride(std::size_t ring_bytes) {
 constexpr std::size_t announce_stride(std::size_t ranks) {
     return 64 + align_up(ranks * num_lanes * sizeof(std::uint32_t), 64);
 }
+[[maybe_unused]] bool rank_in_range(int rank, std::uint32_t ranks) {
+    return rank >= 0 && static_cast<std::uint32_t>(rank) < ranks;
+}
 
 }  // namespace
 
 region_layout layout(const region_params& p) {
+    AM_ASSERT(p.ranks >= 1, "region of no ranks");
+    AM_ASSERT(valid_capacity(p.ring_bytes), "region ring size is not a power of two");
+    AM_ASSERT(p.segment_bytes % page == 0, "region segment size is not a multiple of a page");
     region_layout h{};
     const auto n = static_cast<std::size_t>(p.ranks);
     h.ranks = static_cast<std::uint32_t>(p.ranks);
@@ -51,28 +57,46 @@ region::region(std::byte* base) : _base(base), _hdr(reinterpret_cast<region_head
     if (_hdr->magic != region_magic) {
         throw error(errc::system, "am: shared job region is not initialised (bad magic)");
     }
+    // Every process maps the region built by one binary: the layout is the one its sizes give.
+    const region_layout& l = _hdr->l;
+    AM_ASSERT(l == layout({static_cast<int>(l.ranks), l.ring_bytes, l.segment_bytes}),
+              "region header: offsets differ from the layout of its sizes");
+}
+
+std::byte* region::at(std::uint64_t off, std::uint64_t bytes) const noexcept {
+    AM_ASSERT(off <= _hdr->l.total && bytes <= _hdr->l.total - off,
+              "part of the job region outside it");
+    return _base + off;
 }
 
 rank_info& region::info(int rank) const noexcept {
-    return reinterpret_cast<rank_info*>(_base + _hdr->l.ranks_off)[rank];
+    AM_ASSERT(rank_in_range(rank, _hdr->l.ranks), "rank out of range");
+    return *reinterpret_cast<rank_info*>(at(
+        _hdr->l.ranks_off + static_cast<std::size_t>(rank) * sizeof(rank_info), sizeof(rank_info)));
 }
 
 std::byte* region::gather_slot(int rank) const noexcept {
-    return _base + _hdr->l.gather_off + static_cast<std::size_t>(rank) * gather_slot_bytes;
+    AM_ASSERT(rank_in_range(rank, _hdr->l.ranks), "rank out of range");
+    return at(_hdr->l.gather_off + static_cast<std::size_t>(rank) * gather_slot_bytes,
+              gather_slot_bytes);
 }
 
 announce_area region::announcements(int rank) const noexcept {
-    std::byte* a = _base + _hdr->l.announce_off +
-                   static_cast<std::size_t>(rank) * announce_stride(_hdr->l.ranks);
+    AM_ASSERT(rank_in_range(rank, _hdr->l.ranks), "rank out of range");
+    const std::size_t stride = announce_stride(_hdr->l.ranks);
+    std::byte* a = at(_hdr->l.announce_off + static_cast<std::size_t>(rank) * stride, stride);
     return {reinterpret_cast<std::atomic<std::uint32_t>*>(a),
             reinterpret_cast<std::atomic<std::uint32_t>*>(a + 64)};
 }
 
 ring_ctl* region::ring(int src, int dst, unsigned lane) const noexcept {
+    AM_ASSERT(rank_in_range(src, _hdr->l.ranks) && rank_in_range(dst, _hdr->l.ranks),
+              "ring between ranks out of range");
+    AM_ASSERT(lane < num_lanes, "ring lane out of range");
     const auto n = static_cast<std::size_t>(_hdr->l.ranks);
     const std::size_t idx = (static_cast<std::size_t>(src) * n + dst) * num_lanes + lane;
-    return reinterpret_cast<ring_ctl*>(_base + _hdr->l.rings_off +
-                                       idx * ring_stride(_hdr->l.ring_bytes));
+    const std::size_t stride = ring_stride(_hdr->l.ring_bytes);
+    return reinterpret_cast<ring_ctl*>(at(_hdr->l.rings_off + idx * stride, stride));
 }
 
 std::byte* region::ring_data(int src, int dst, unsigned lane) const noexcept {
@@ -80,7 +104,9 @@ std::byte* region::ring_data(int src, int dst, unsigned lane) const noexcept {
 }
 
 std::byte* region::segment(int rank) const noexcept {
-    return _base + _hdr->l.segments_off + static_cast<std::size_t>(rank) * _hdr->l.segment_bytes;
+    AM_ASSERT(rank_in_range(rank, _hdr->l.ranks), "rank out of range");
+    return at(_hdr->l.segments_off + static_cast<std::size_t>(rank) * _hdr->l.segment_bytes,
+              _hdr->l.segment_bytes);
 }
 
 void region::fail(std::string_view reason) const noexcept {
@@ -120,6 +146,8 @@ void ring_transport::attach(int dest, unsigned lane) {
     if (ctl->announced.exchange(1, std::memory_order_acq_rel) != 0) return;
     const announce_area a = _region.announcements(dest);
     const std::uint32_t k = a.count->fetch_add(1, std::memory_order_acq_rel);
+    // Each ring is announced once (the exchange above): never more than the entries.
+    AM_ASSERT(k < static_cast<std::uint32_t>(size()) * num_lanes, "announce entries overflow");
     const auto order = static_cast<std::uint32_t>((num_lanes - 1 - lane) * size() + rank());
     a.entries[k].store(order + 1, std::memory_order_release);
 }
@@ -132,6 +160,7 @@ void ring_transport::absorb() {
         const std::uint32_t e = _announced.entries[_absorbed].load(std::memory_order_acquire);
         if (e == 0) return;  // claimed, not written yet: the next poll takes it
         const unsigned order = e - 1;
+        AM_ASSERT(order < static_cast<unsigned>(n) * num_lanes, "announced ring out of range");
         const int src = static_cast<int>(order % static_cast<unsigned>(n));
         const unsigned lane = order < static_cast<unsigned>(n) ? num_lanes - 1 : 0;
         in_ring r{

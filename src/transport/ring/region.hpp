@@ -5,6 +5,7 @@
 // mapping for threads, POSIX shared memory for shm); it must start zero-filled.
 #pragma once
 
+#include "../../util/assert.hpp"
 #include "../../util/zeroed_array.hpp"
 #include "../transport.hpp"
 #include "spsc_ring.hpp"
@@ -55,13 +56,21 @@ inline constexpr std::size_t reason_bytes = 1024;
 /// ranks still running, threads ends the process.
 inline constexpr int stop_grace_seconds = 3;
 
-/// Sizes and offsets of a region's parts, in bytes from its start.
+/// Sizes and offsets of a region's parts, in bytes from its start. The parts come in this
+/// order and do not overlap: the header (`region_header`), one `rank_info` per rank, one gather
+/// slot per rank (`gather_slot_bytes`), one announce area per rank (its count on a 64-byte line
+/// of its own, then `num_lanes` × ranks entries), one ring per ordered pair of ranks and lane
+/// (a `ring_ctl`, then the ring's `data_bytes(ring_bytes)`, in `ring(src, dst, lane)` order) and
+/// one segment per rank. Every part starts on a 64-byte line, the rings and the segments on a
+/// page; `total` is where the last segment ends.
 struct region_layout {
     std::uint32_t ranks;
     std::uint32_t reserved;
     std::uint64_t ring_bytes;
     std::uint64_t segment_bytes;
     std::uint64_t ranks_off, gather_off, announce_off, rings_off, segments_off, total;
+
+    friend bool operator==(const region_layout&, const region_layout&) = default;
 };
 
 /// A rank's announcements: the rings other ranks (and it) have started to send on, so its
@@ -110,6 +119,9 @@ class region {
     [[nodiscard]] std::string reason() const;
 
   private:
+    /// The `bytes` bytes at offset `off` of the region, which they must lie inside.
+    [[nodiscard]] std::byte* at(std::uint64_t off, std::uint64_t bytes) const noexcept;
+
     std::byte* _base;
     region_header* _hdr;
 };
@@ -121,7 +133,7 @@ class ring_transport final : public transport {
 
     std::size_t max_message() const noexcept override { return _max_message; }
     std::byte* try_reserve(int dest, unsigned lane, std::size_t bytes) override {
-        producer& p = _out[static_cast<std::size_t>(dest) * num_lanes + lane];
+        producer& p = _out[out_index(dest, lane)];
         std::byte* msg = p.reserve(bytes);
         if (msg == nullptr && !p.attached()) [[unlikely]] {
             attach(dest, lane);
@@ -130,12 +142,12 @@ class ring_transport final : public transport {
         return msg;
     }
     void commit(int dest, unsigned lane, std::byte* msg, std::size_t bytes) override {
-        _out[static_cast<std::size_t>(dest) * num_lanes + lane].commit(msg, bytes);
+        _out[out_index(dest, lane)].commit(msg, bytes);
     }
     /// The producer of the ring to `dest` on `lane`, for callers that inline the ring. Not
     /// attached before the first `try_reserve` to that ring: its `reserve` returns nullptr.
     [[nodiscard]] producer& out(int dest, unsigned lane) noexcept {
-        return _out[static_cast<std::size_t>(dest) * num_lanes + lane];
+        return _out[out_index(dest, lane)];
     }
     std::size_t poll(message_sink& sink) override { return poll_into(sink); }
 
@@ -176,6 +188,12 @@ class ring_transport final : public transport {
     void set_faults(std::uint64_t seed) noexcept { _faults = seed == 0 ? 0 : seed | 1; }
 
   private:
+    /// Index of the producer to `dest` on `lane` in `_out` (the core checked `dest`).
+    [[nodiscard]] std::size_t out_index(int dest, unsigned lane) const noexcept {
+        AM_ASSERT(static_cast<unsigned>(dest) < static_cast<unsigned>(size()) && lane < num_lanes,
+                  "ring to a destination or lane out of range");
+        return static_cast<std::size_t>(dest) * num_lanes + lane;
+    }
     // With faults on, a poll delivers nothing a quarter of the time (and yields the CPU), and
     // otherwise visits the rings from a random start, skipping each with probability 1/2 and
     // taking at most a few records from each: messages from different peers arrive late and

@@ -11,6 +11,8 @@
 // amrun), and the next run's views carry on where the last run's stopped.
 #pragma once
 
+#include "../../util/assert.hpp"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +46,12 @@ constexpr std::uint64_t stride_of(std::size_t len) noexcept {
     return (len + record_header + 7) & ~std::uint64_t{7};
 }
 
+/// A ring's capacity is a power of two, and large enough for a pad that holds a record.
+constexpr bool valid_capacity(std::size_t capacity) noexcept {
+    return capacity >= 4 * record_header && (capacity & (capacity - 1)) == 0 &&
+           capacity <= (std::size_t{1} << 32);
+}
+
 /// The producer's view of one ring, private to the sending rank.
 class producer {
   public:
@@ -54,7 +62,11 @@ class producer {
           _data(data),
           _capacity(capacity),
           _head(ctl->head.load(std::memory_order_relaxed)),
-          _cached_tail(ctl->tail.load(std::memory_order_acquire)) {}
+          _cached_tail(ctl->tail.load(std::memory_order_acquire)) {
+        AM_ASSERT(valid_capacity(capacity), "ring capacity is not a power of two");
+        AM_ASSERT(_cached_tail <= _head && _head - _cached_tail <= _capacity,
+                  "ring positions: tail > head or more than a ring's worth in flight");
+    }
 
     /// Attached to a ring (a view of all-zero bytes is not, and reserves nothing).
     [[nodiscard]] bool attached() const noexcept { return _ctl != nullptr; }
@@ -69,12 +81,22 @@ class producer {
             _cached_tail = _ctl->tail.load(std::memory_order_acquire);
             if (end - _cached_tail > _capacity) return nullptr;
         }
+        // Attached from here on (an unattached view has no room for any record).
+        AM_ASSERT(len <= ring::max_message(_capacity), "record longer than the pad");
+        AM_ASSERT(_cached_tail <= _head && end - _cached_tail <= _capacity,
+                  "ring positions: tail > head or more than a ring's worth in flight");
+        AM_ASSERT((_head & (_capacity - 1)) + stride_of(len) <= data_bytes(_capacity),
+                  "record runs past the pad");
         return _data + (_head & (_capacity - 1)) + record_header;
     }
 
     /// Publishes the message written at `msg` (returned by the last `reserve`).
     void commit(std::byte* msg, std::size_t len) noexcept {
         const std::uint64_t stride = stride_of(len);
+        AM_ASSERT(msg == _data + (_head & (_capacity - 1)) + record_header,
+                  "commit of a message the last reserve did not return");
+        AM_ASSERT(_head + stride - _cached_tail <= _capacity,
+                  "commit of more bytes than the last reserve made room for");
         const std::uint64_t word = stride | (static_cast<std::uint64_t>(len) << 32);
         std::memcpy(msg - record_header, &word, 8);  // {u32 stride, u32 length}, little-endian
         _head += stride;
@@ -98,7 +120,9 @@ class consumer {
         : _ctl(ctl),
           _data(data),
           _mask(capacity - 1),
-          _tail(ctl->tail.load(std::memory_order_relaxed)) {}
+          _tail(ctl->tail.load(std::memory_order_relaxed)) {
+        AM_ASSERT(valid_capacity(capacity), "ring capacity is not a power of two");
+    }
 
     /// True when the producer has published records not yet consumed.
     [[nodiscard]] bool ready() const noexcept {
@@ -111,13 +135,24 @@ class consumer {
     template <class Fn>
     std::size_t drain(Fn&& fn, std::size_t limit = SIZE_MAX) {
         const std::uint64_t head = _ctl->head.load(std::memory_order_acquire);
+        AM_ASSERT(_tail <= head && head - _tail <= _mask + 1,
+                  "ring positions: tail > head or more than a ring's worth in flight");
         std::size_t n = 0;
         while (_tail != head && n < limit) {
             std::byte* rec = _data + (_tail & _mask);
             std::uint64_t word;
             std::memcpy(&word, rec, 8);
-            release_guard guard{this, static_cast<std::uint32_t>(word)};
-            fn(rec + record_header, static_cast<std::size_t>(word >> 32));
+            const auto stride = static_cast<std::uint32_t>(word);
+            const auto len = static_cast<std::size_t>(word >> 32);
+            AM_ASSERT(len <= ring::max_message(_mask + 1) && stride == stride_of(len),
+                      "record header: stride and length do not match");
+            AM_ASSERT(stride <= head - _tail, "record runs past the published head");
+            const std::uint64_t at = _tail;
+            release_guard guard{this, stride};
+            fn(rec + record_header, len);
+            // Released in order, each once: nothing moved the tail during `fn` (a drain of this
+            // ring nested in it would have).
+            AM_ASSERT(_tail == at, "ring record released out of order");
             ++n;
         }
         return n;
