@@ -3,6 +3,8 @@
 // handler call; deferred and parallel work of the layers.
 #include "context_common.hpp"
 
+#include "../util/assert.hpp"
+
 #include <cstdio>
 #include <cstring>
 
@@ -113,6 +115,13 @@ void context_impl::deliver_unusual(int source, unsigned lane, std::byte* msg, st
 }
 
 inline void context_impl::dispatch(int source, unsigned lane, std::byte* msg, const incoming& in) {
+    AM_ASSERT(in.handler < _table.count() && _table.hot(in.handler).fn != nullptr,
+              "a checked message names a registered handler");
+    AM_ASSERT(in.kind != category::long_am ||
+                  (in.payload >= _own_segment.data() &&
+                   in.length <= _own_segment.size() -
+                                    static_cast<std::size_t>(in.payload - _own_segment.data())),
+              "a long payload lies inside the segment");
     handler_counters& ctr = _table.counters(in.handler);
     if (in.length != 0) [[unlikely]] {  // medium and long payloads (short messages have none)
         // A long payload that travelled inline goes into the segment at its offset first.

@@ -3,6 +3,7 @@
 // messages that find no room) and the counters of what was sent.
 #include "context_common.hpp"
 
+#include "../util/assert.hpp"
 #include "../util/backoff.hpp"
 #include "../util/maybe_lock.hpp"
 
@@ -148,10 +149,14 @@ void context_impl::flush_pending() {
             std::memcpy(p, bytes.data(), bytes.size());
             _tp.commit(dest, lane, p, bytes.size());
             queue.pop_front();
+            AM_ASSERT(_pending_total.load(std::memory_order_relaxed) != 0,
+                      "a queued message is counted in _pending_total");
             --_pending_total;
         }
         it = queue.empty() ? _pending.erase(it) : std::next(it);
     }
+    AM_ASSERT(!_pending.empty() || _pending_total.load(std::memory_order_relaxed) == 0,
+              "no queue holds a message, so none is counted");
     update_slow_path();
 }
 

@@ -4,6 +4,7 @@
 // path is in rma_am.cpp.
 #include "rma_common.hpp"
 
+#include "../util/assert.hpp"
 #include "../util/error.hpp"
 
 #include <algorithm>
@@ -295,6 +296,9 @@ void rma_layer::get(const rma_shape& s, counter* flag, const char* call) {
 void rma_layer::put_direct(const rma_shape& s) {
     std::byte* base = _bases[static_cast<std::size_t>(s.rank)];
     for (std::size_t i = 0; i < s.rows; ++i) {
+        AM_ASSERT(remote_offset(s, i) <= _segment_bytes &&
+                      s.width <= _segment_bytes - remote_offset(s, i),
+                  "check() kept every row inside the target's segment");
         std::memcpy(base + remote_offset(s, i), local_block(s, i), s.width);
     }
 }
@@ -302,6 +306,9 @@ void rma_layer::put_direct(const rma_shape& s) {
 void rma_layer::get_direct(const rma_shape& s) {
     const std::byte* base = _bases[static_cast<std::size_t>(s.rank)];
     for (std::size_t i = 0; i < s.rows; ++i) {
+        AM_ASSERT(remote_offset(s, i) <= _segment_bytes &&
+                      s.width <= _segment_bytes - remote_offset(s, i),
+                  "check() kept every row inside the source's segment");
         std::memcpy(local_block(s, i), base + remote_offset(s, i), s.width);
     }
 }

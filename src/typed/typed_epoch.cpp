@@ -3,6 +3,7 @@
 // epoch that does not end, and the AM_STATS report.
 #include "typed_common.hpp"
 
+#include "../util/assert.hpp"
 #include "../util/error.hpp"
 #include "../util/maybe_lock.hpp"
 
@@ -153,7 +154,10 @@ bool typed_layer::detect(const std::uint64_t* sum, std::size_t n, wave_state& w)
                  " with different epoch_options::depth (this rank: " + std::to_string(_depth) +
                  ")");
     }
+    AM_ASSERT(_depth >= -1 && _depth <= max_depth, "the open epoch's depth is in range");
     if (_depth >= 0) {
+        AM_ASSERT(n >= 4 && sum[3] <= sum[2],
+                  "level 0 is final at the contribution: no more handled than sent");
         // Depth-limited: level 0 is final at the contribution (the ranks' code sends nothing
         // while it ends the epoch), and level i is final once level i - 1 is all handled.
         w.sum_sent = w.sum_handled = 0;
