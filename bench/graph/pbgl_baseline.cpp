@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// Over 500 lines on purpose: the whole baseline in one program, read beside apps/graph.
 /// @file
 /// The Parallel BGL baseline of the Graph500 kernels of apps/graph (`am-graph500`): the same
 /// graph (apps/graph/include/graph/generator.hpp, each MPI process generating its part of the

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Over 500 lines on purpose: every C scenario in one program, so one binary runs them all. */
 /*
  * The C API, used from C. `capi_test <scenario>` runs one scenario on every rank through
  * am_run (transport and rank count from AM_TRANSPORT / AM_RANKS) and exits non-zero when any

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+// Over 500 lines on purpose: one file per layer's semantic suite keeps its fixtures and helpers
+// in one place; each TEST is independent.
 // Two-sided tagged messages: eager and three-phase (rendezvous) sizes around the eager limit,
 // any_source / any_tag and the returned status, non-overtaking order with mixed sizes,
 // unexpected and posted receives, many outstanding requests, cancelling a receive by

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+// Over 500 lines on purpose: one file per layer's semantic suite keeps its fixtures and helpers
+// in one place; each TEST is independent.
 // Misuse of the typed layer: each throws am::error with the right code and a what() naming the
 // call and the rank; the throwing call sends nothing (later epochs count nothing extra) and the
 // layer stays usable. Sends outside an epoch, bad destinations through every sender, sends
