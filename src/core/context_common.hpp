@@ -31,4 +31,15 @@ inline thread_local const context_impl* t_progress_of = nullptr;
 
 using util::fail;
 
+// A poll under the locks the caller holds: in every part that polls (dispatch, and sends that
+// make progress), so that the ring scan inlines into each.
+inline std::size_t context_impl::poll_locked() {
+    if (_pending_total.load(std::memory_order_relaxed) != 0) flush_pending();
+    // The ring transport is called directly so its scan inlines.
+    std::size_t n = _ring != nullptr ? _ring->poll_into(*this) : _tp.poll(*this);
+    if (_deferred_ready.load(std::memory_order_relaxed)) [[unlikely]]
+        n += run_deferred();
+    return n;
+}
+
 }  // namespace am::detail

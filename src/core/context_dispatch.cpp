@@ -10,24 +10,11 @@
 
 namespace am::detail {
 
-inline std::size_t context_impl::poll_locked() {
-    if (_pending_total.load(std::memory_order_relaxed) != 0) flush_pending();
-    // The ring transport is called directly so its scan and `deliver` inline.
-    std::size_t n = _ring != nullptr ? _ring->poll_into(*this) : _tp.poll(*this);
-    if (_deferred_ready.load(std::memory_order_relaxed)) [[unlikely]]
-        n += run_deferred();
-    return n;
-}
-
 std::size_t context_impl::run_deferred() {
     _deferred_ready.store(false, std::memory_order_relaxed);
     if (!_deferred_fn) return 0;
     frame_scope scope(this, 0);
     return _deferred_fn();
-}
-
-std::size_t context_impl::poll_from_send() {
-    return poll_locked();
 }
 
 void context_impl::poll_after_send() {
@@ -99,18 +86,18 @@ struct dispatch_limits {
 
 void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_t len) {
     incoming in;
-    if (const char* why = check_plain(msg, len, source, dispatch_limits{*this}, in)) [[unlikely]]
-        return deliver_unusual(source, lane, msg, len, why);
+    if (check_plain(msg, len, source, dispatch_limits{*this}, in) != nullptr) [[unlikely]]
+        return deliver_unusual(source, lane, msg, len);
     dispatch(source, lane, msg, in);
 }
 
-// A message check_plain refused: the inline-long form (check_incoming's second step), or
-// invalid.
-void context_impl::deliver_unusual(int source, unsigned lane, std::byte* msg, std::size_t len,
-                                   const char* why) {
+// A message check_plain refused: the inline-long form, or invalid. Checked again from the
+// start by check_incoming (so the hot path keeps no reason live; this path is rare).
+void context_impl::deliver_unusual(int source, unsigned lane, std::byte* msg, std::size_t len) {
     incoming in;
-    if (why == not_plain) why = check_inline_long(msg, len, source, dispatch_limits{*this}, in);
-    if (why != nullptr) return reject(source, why);
+    if (const char* why = check_incoming(msg, len, source, dispatch_limits{*this}, in)) {
+        return reject(source, why);
+    }
     dispatch(source, lane, msg, in);
 }
 

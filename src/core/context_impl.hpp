@@ -15,6 +15,7 @@
 #include "wire.hpp"
 
 #include <am/context.hpp>
+#include <am/core/frame.hpp>
 #include <am/core/layer.hpp>
 
 #include <array>
@@ -36,17 +37,7 @@ inline void bump(std::atomic<std::uint64_t>& a, std::uint64_t n = 1) noexcept {
     a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-/// The handler running on this thread, if any: its context's address with the lane in bit 0.
-/// Outside handlers, the rank's own thread holds its context's address with bit 1 set
-/// (`home_mark`): the short-send hot path, which reads this word anyway, tells from it that the
-/// calling thread may use the context. Per thread, not per process: with ranks as threads every
-/// rank has its own, and a progress thread has its own too.
-inline thread_local std::uintptr_t t_frame [[gnu::tls_model("initial-exec")]] = 0;
-inline constexpr unsigned home_mark = 2;
-
-inline std::uintptr_t frame_of(const void* c, unsigned lane) noexcept {
-    return reinterpret_cast<std::uintptr_t>(c) | lane;
-}
+// t_frame, home_mark and frame_of: <am/core/frame.hpp>.
 
 class context_impl final : public transport::message_sink {
   public:
@@ -169,7 +160,7 @@ class context_impl final : public transport::message_sink {
     [[nodiscard]] std::uint64_t total_received() const noexcept;
     void reject(int source, const char* why) noexcept;
     [[gnu::cold, gnu::noinline]] void deliver_unusual(int source, unsigned lane, std::byte* msg,
-                                                      std::size_t len, const char* why);
+                                                      std::size_t len);
     [[gnu::always_inline]] inline void dispatch(int source, unsigned lane, std::byte* msg,
                                                 const incoming& in);
     void check_tables();
@@ -183,8 +174,6 @@ class context_impl final : public transport::message_sink {
     std::vector<entry_label> gather_labels(std::uint32_t i);
     void progress_loop() noexcept;
     [[nodiscard, gnu::always_inline]] inline std::size_t poll_locked();
-    /// poll_locked for the general send path (context_send.cpp), which cannot inline it.
-    std::size_t poll_from_send();
 
     transport::transport& _tp;
     // The transport again when it is the ring transport (threads, shm): the hot paths call it

@@ -192,8 +192,7 @@ void context_impl::send(const send_desc& d, bool reply) {
         maybe_lock lock(_send_mutex, _locking);
         if (try_inject(d, bytes, inline_long)) [[likely]] {
             count_sent(d);
-            if (!from_handler && !_locking)
-                (void)poll_from_send();  // every send also makes progress
+            if (!from_handler && !_locking) (void)poll_locked();  // every send also makes progress
             return;
         }
         bump(_stalls);

@@ -38,7 +38,7 @@ bool in_handler(const context& ctx) noexcept {
 bool in_reply_handler(const context& ctx) noexcept {
     return core_of(ctx).in_reply_handler();
 }
-void check_thread(const context& ctx, const char* call) {
+void check_thread_slow(const context& ctx, const char* call) {
     core_of(ctx).check_thread(call);
 }
 void check_wait(const context& ctx, const char* call) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <am/context.hpp>
+#include <am/core/frame.hpp>
 #include <am/error.hpp>
 
 #include <cstddef>
@@ -72,9 +73,17 @@ template <class L>
 /// True on a thread that is running a reply handler of this context (which may not send
 /// requests).
 [[nodiscard]] bool in_reply_handler(const context& ctx) noexcept;
+/// The general case of check_thread (another thread, a handler, a shared context).
+void check_thread_slow(const context& ctx, const char* call);
 /// Throws am::error(errc::bad_context) naming `call` when the calling thread may not use the
-/// context (see config::thread_multiple).
-void check_thread(const context& ctx, const char* call);
+/// context (see config::thread_multiple). Inline: on the rank's own thread outside handlers it
+/// is one thread-local load and a compare, as in the core.
+inline void check_thread(const context& ctx, const char* call) {
+    const auto self = reinterpret_cast<std::uintptr_t>(detail::access::impl(ctx));
+    if ((detail::t_frame & ~std::uintptr_t{detail::home_mark}) == self) [[likely]]
+        return;
+    check_thread_slow(ctx, call);
+}
 /// check_thread, and refuses a call from a handler (handlers must not block): for every call
 /// that waits.
 void check_wait(const context& ctx, const char* call);
