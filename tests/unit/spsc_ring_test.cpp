@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The SPSC ring (src/transport/ring/spsc_ring.hpp) against a model: a queue of the records in
-// flight. The ring has room for a record exactly when the strides of the records in flight
-// plus its own fit in the capacity; records come out in order with the bytes that went in;
-// a record that starts near the end runs on into the pad.
+// The SPSC ring (src/transport/ring/spsc_ring.hpp) against a model: the positions of the
+// records in flight. The ring has room for a record exactly when its padded stride and the next
+// record's header word fit between the consumer's tail and a ring's worth past it; records come
+// out in order with the bytes that went in; a record that starts near the end runs on into the
+// pad; a record of up to `line_fill` bytes lies in one cache line. The data area starts filled
+// with non-zero garbage (but for the first header word), so a consumer that took stale bytes
+// for a header would fail every test.
 #include "transport/ring/spsc_ring.hpp"
 
 #include <gtest/gtest.h>
@@ -23,7 +26,10 @@ namespace ring = am::transport::ring;
 /// A ring in heap memory of exactly its data bytes (ring plus pad), so that a record running
 /// past the pad is an out-of-bounds write for the address sanitizer.
 struct test_ring {
-    explicit test_ring(std::size_t cap) : capacity(cap), data(ring::data_bytes(cap)) {}
+    explicit test_ring(std::size_t cap)
+        : capacity(cap), data(ring::data_bytes(cap), std::byte{0x5a}) {
+        std::memset(data.data(), 0, ring::record_header);
+    }
     ring::producer producer() { return {&ctl, data.data(), capacity}; }
     ring::consumer consumer() { return {&ctl, data.data(), capacity}; }
     std::size_t offset_of(const std::byte* p) const {
@@ -61,21 +67,21 @@ std::vector<std::vector<std::byte>> pop_all(ring::consumer& c, std::size_t limit
     return out;
 }
 
-/// The model: records in flight and the ring bytes they hold.
+/// The model: records in flight and the positions they span.
 struct model {
     std::size_t capacity;
     std::deque<std::vector<std::byte>> records;
-    std::uint64_t held = 0;
+    std::uint64_t head = 0, tail = 0;
 
     [[nodiscard]] bool has_room(std::size_t len) const {
-        return held + ring::stride_of(len) <= capacity;
+        return ring::next_position(head, len) + ring::record_header - tail <= capacity;
     }
     void push(std::vector<std::byte> m) {
-        held += ring::stride_of(m.size());
+        head = ring::next_position(head, m.size());
         records.push_back(std::move(m));
     }
     void pop() {
-        held -= ring::stride_of(records.front().size());
+        tail = ring::next_position(tail, records.front().size());
         records.pop_front();
     }
 };
@@ -89,6 +95,13 @@ TEST(spsc_ring, sizes) {
     EXPECT_EQ(ring::stride_of(9), 24u);
     // The largest message's record is exactly the pad.
     EXPECT_EQ(ring::stride_of(ring::max_message(1024)), 512u);
+    // Line padding: a record leaving fewer than line_fill (32) bytes in its line ends the line.
+    EXPECT_EQ(ring::next_position(0, 16), 24u);     // 40 bytes left: no padding
+    EXPECT_EQ(ring::next_position(24, 16), 64u);    // would leave 16: padded
+    EXPECT_EQ(ring::next_position(24, 8), 64u);     // 40 would leave 24: padded
+    EXPECT_EQ(ring::next_position(0, 56), 64u);     // exactly one line
+    EXPECT_EQ(ring::next_position(8, 100), 128u);   // 120 would leave 8
+    EXPECT_EQ(ring::next_position(960, 24), 992u);  // leaves exactly 32: no padding
 }
 
 TEST(spsc_ring, empty_ring_is_not_ready) {
@@ -113,6 +126,12 @@ TEST(spsc_ring, record_header_is_stride_and_length) {
     EXPECT_EQ(words[1], 13u);
     EXPECT_EQ(r.ctl.head.load(), 24u);
     EXPECT_EQ(r.ctl.tail.load(), 0u);
+    // The next record's header word is zero before this one is published (the garbage that
+    // was there is gone), and the bytes after it are untouched.
+    std::uint64_t next;
+    std::memcpy(&next, r.data.data() + 24, 8);
+    EXPECT_EQ(next, 0u);
+    EXPECT_EQ(r.data[32], std::byte{0x5a});
 }
 
 TEST(spsc_ring, zero_length_records) {
@@ -130,73 +149,107 @@ TEST(spsc_ring, zero_length_records) {
     EXPECT_EQ(r.ctl.tail.load(), 24u);
 }
 
-// Full ring: reserve refuses exactly when the records in flight and the new one would exceed
-// the capacity, and accepts again as soon as the consumer releases enough.
+// Full ring: reserve refuses exactly when the record (padded) and the next header word would
+// not fit in a ring's worth past the tail, and accepts again as soon as the consumer releases
+// enough.
 TEST(spsc_ring, full_ring_refuses_exactly_at_capacity) {
     for (const std::size_t len : {std::size_t{0}, std::size_t{8}, std::size_t{24}, std::size_t{120},
                                   ring::max_message(1024)}) {
         test_ring r(1024);
         ring::producer p = r.producer();
         ring::consumer c = r.consumer();
-        const std::size_t fit = 1024 / ring::stride_of(len);
+        model m{1024, {}, 0, 0};
         std::uint64_t seq = 0;
-        for (std::size_t i = 0; i < fit; ++i) {
-            ASSERT_TRUE(push(p, message(seq++, len))) << "len " << len << " record " << i;
+        while (m.has_room(len)) {
+            ASSERT_TRUE(push(p, message(seq, len))) << "len " << len << " record " << seq;
+            m.push(message(seq++, len));
         }
+        EXPECT_GE(m.head + ring::stride_of(len) + 2 * ring::line_bytes, 1024u)
+            << "len " << len << ": a ring's worth";
         EXPECT_EQ(p.reserve(len), nullptr) << "len " << len;
-        // What is left over (less than a stride) takes an empty record if it has 8 bytes.
-        EXPECT_EQ(p.reserve(0) != nullptr, 1024 - fit * ring::stride_of(len) >= 8) << len;
-        // One record released: room for exactly one more of the same size.
-        ASSERT_EQ(pop_all(c, 1).size(), 1u);
-        ASSERT_TRUE(push(p, message(seq++, len))) << "len " << len;
-        EXPECT_EQ(p.reserve(len), nullptr) << "len " << len;
-        EXPECT_EQ(pop_all(c).size(), fit);
+        // Records released one by one: room again exactly when the model says so.
+        do {
+            ASSERT_EQ(pop_all(c, 1).size(), 1u);
+            m.pop();
+            EXPECT_EQ(p.reserve(len) != nullptr, m.has_room(len)) << "len " << len;
+        } while (!m.has_room(len));
+        ASSERT_TRUE(push(p, message(seq, len))) << "len " << len;
+        m.push(message(seq++, len));
+        EXPECT_EQ(p.reserve(len) != nullptr, m.has_room(len)) << "len " << len;
+        EXPECT_EQ(pop_all(c).size(), m.records.size());
     }
 }
 
-// Room is counted in strides: a ring holding capacity - 16 bytes takes a record of stride 16
-// (length 1..8) but not one of stride 24.
-TEST(spsc_ring, room_is_counted_in_strides) {
+// Room counts the line padding and the next header word: with 928 bytes in flight in a ring of
+// 1024, a record of stride 64 fits (it ends at 992, 32 bytes left in its line), one of stride 72
+// does not (it would end at 1000 and be padded to 1024, leaving no room for the next header).
+TEST(spsc_ring, room_counts_padding_and_next_header) {
     test_ring r(1024);
     ring::producer p = r.producer();
     ring::consumer c = r.consumer();
     std::uint64_t seq = 0;
     ASSERT_TRUE(push(p, message(seq++, ring::max_message(1024))));  // 512
-    ASSERT_TRUE(push(p, message(seq++, 488)));                      // 496: 1008 held
-    EXPECT_EQ(p.reserve(9), nullptr);
-    EXPECT_NE(p.reserve(8), nullptr);
-    ASSERT_TRUE(push(p, message(seq++, 1)));  // 1024 held
+    ASSERT_TRUE(push(p, message(seq++, 408)));                      // 416: 928 in flight
+    EXPECT_EQ(r.ctl.head.load(), 928u);
+    EXPECT_EQ(p.reserve(57), nullptr);
+    EXPECT_NE(p.reserve(56), nullptr);
+    ASSERT_TRUE(push(p, message(seq++, 56)));  // ends at 992
+    EXPECT_EQ(r.ctl.head.load(), 992u);
+    // Even an empty record would now be padded to 1024 and leave no room for the next header.
     EXPECT_EQ(p.reserve(0), nullptr);
     EXPECT_EQ(pop_all(c).size(), 3u);
-    EXPECT_EQ(r.ctl.head.load(), 1024u);
-    EXPECT_EQ(r.ctl.tail.load(), 1024u);
+    EXPECT_EQ(r.ctl.tail.load(), 992u);
+    EXPECT_NE(p.reserve(0), nullptr);
 }
 
-// A record that starts in the last bytes of the ring runs on into the pad: one contiguous
+// A record of up to line_fill bytes never straddles two cache lines, whatever came before it.
+TEST(spsc_ring, small_records_lie_in_one_line) {
+    test_ring r(4096);
+    ring::producer p = r.producer();
+    ring::consumer c = r.consumer();
+    std::mt19937_64 rng(7);
+    for (int i = 0; i < 20000; ++i) {
+        const std::size_t len = rng() % 3 == 0 ? rng() % 200 : rng() % (ring::line_fill - 7);
+        std::byte* at = p.reserve(len);
+        if (at == nullptr) {
+            pop_all(c);
+            at = p.reserve(len);
+        }
+        ASSERT_NE(at, nullptr);
+        const std::size_t start = r.offset_of(at) - ring::record_header;
+        if (ring::stride_of(len) <= ring::line_fill) {
+            ASSERT_LE(start % ring::line_bytes + ring::stride_of(len), ring::line_bytes)
+                << "record " << i << " of " << len << " bytes at " << start;
+        }
+        p.commit(at, len);
+    }
+}
+
+// A record that starts in the last line of the ring runs on into the pad: one contiguous
 // message, no wrap; the next record starts at the ring offset past its logical end.
 TEST(spsc_ring, record_near_the_end_runs_into_the_pad) {
     test_ring r(1024);
     ring::producer p = r.producer();
     ring::consumer c = r.consumer();
-    // Move both positions to 1016: the last 8-byte slot of the ring.
+    // Move both positions to 992, in the last line of the ring.
     ASSERT_TRUE(push(p, message(0, 504)));  // stride 512
-    ASSERT_TRUE(push(p, message(1, 496)));  // stride 504
+    ASSERT_TRUE(push(p, message(1, 472)));  // stride 480: 992, 32 bytes left in the line
     ASSERT_EQ(pop_all(c).size(), 2u);
-    ASSERT_EQ(r.ctl.tail.load(), 1016u);
+    ASSERT_EQ(r.ctl.tail.load(), 992u);
 
     const std::vector<std::byte> big = message(2, ring::max_message(1024));
     std::byte* at = p.reserve(big.size());
     ASSERT_NE(at, nullptr);
-    EXPECT_EQ(r.offset_of(at), 1024u) << "the message starts right after its header, in the pad";
+    EXPECT_EQ(r.offset_of(at), 1000u) << "the message starts after its header and runs on";
     std::memcpy(at, big.data(), big.size());
     p.commit(at, big.size());
-    EXPECT_EQ(r.offset_of(at) + big.size(), 1528u);  // within the 1536 data bytes
+    EXPECT_EQ(r.offset_of(at) + big.size(), 1504u);  // within the 1536 data bytes
 
-    // The next record goes where the logical position wraps to: 1016 + 512 - 1024 = 504.
+    // The next record goes where the logical position wraps to: 992 + 512 - 1024 = 480.
     const std::vector<std::byte> next = message(3, 100);
     std::byte* at2 = p.reserve(next.size());
     ASSERT_NE(at2, nullptr);
-    EXPECT_EQ(r.offset_of(at2), 504u + ring::record_header);
+    EXPECT_EQ(r.offset_of(at2), 480u + ring::record_header);
     std::memcpy(at2, next.data(), next.size());
     p.commit(at2, next.size());
 
@@ -233,7 +286,7 @@ TEST(spsc_ring, random_sizes_against_model) {
         test_ring r(cap);
         ring::producer p = r.producer();
         ring::consumer c = r.consumer();
-        model m{cap, {}, 0};
+        model m{cap, {}, 0, 0};
         std::mt19937_64 rng(12345 + cap);
         const std::size_t max = ring::max_message(cap);
         std::uint64_t seq = 0;
@@ -244,8 +297,8 @@ TEST(spsc_ring, random_sizes_against_model) {
                 const std::size_t len = rng() % 4 == 0 ? rng() % (max + 1) : rng() % 64;
                 std::vector<std::byte> msg = message(seq++, len);
                 const bool room = m.has_room(len);
-                ASSERT_EQ(push(p, msg), room)
-                    << "step " << step << " len " << len << " held " << m.held << " of " << cap;
+                ASSERT_EQ(push(p, msg), room) << "step " << step << " len " << len << " in flight "
+                                              << m.head - m.tail << " of " << cap;
                 if (room) {
                     m.push(std::move(msg));
                     ++pushed;
@@ -265,7 +318,8 @@ TEST(spsc_ring, random_sizes_against_model) {
                 EXPECT_LE(n, limit);
             }
             ASSERT_EQ(c.ready(), !m.records.empty());
-            ASSERT_EQ(r.ctl.head.load() - r.ctl.tail.load(), m.held);
+            ASSERT_EQ(r.ctl.head.load(), m.head);
+            ASSERT_EQ(r.ctl.tail.load(), m.tail);
         }
         EXPECT_GT(refused, 1000u) << "the ring was seldom full";
         EXPECT_GT(pushed, 10000u);
@@ -292,7 +346,7 @@ TEST(spsc_ring, record_released_when_callback_throws) {
 
 // Views start at the ring's shared positions: new views over a used ring carry on.
 TEST(spsc_ring, new_views_carry_on_at_shared_positions) {
-    test_ring r(1024);  // 16 records of 50 bytes (stride 64)
+    test_ring r(1024);  // 15 records of 50 bytes (stride 64) and the next header word
     {
         ring::producer p = r.producer();
         ring::consumer c = r.consumer();
@@ -301,11 +355,11 @@ TEST(spsc_ring, new_views_carry_on_at_shared_positions) {
     }
     ring::producer p = r.producer();
     ring::consumer c = r.consumer();
-    for (std::uint64_t i = 12; i < 24; ++i) ASSERT_TRUE(push(p, message(i, 50)));
+    for (std::uint64_t i = 12; i < 23; ++i) ASSERT_TRUE(push(p, message(i, 50)));
     EXPECT_EQ(p.reserve(50), nullptr) << "the new producer sees the records still in flight";
     const auto got = pop_all(c);
-    ASSERT_EQ(got.size(), 16u);
-    for (std::uint64_t i = 0; i < 16; ++i) EXPECT_EQ(got[i], message(8 + i, 50)) << i;
+    ASSERT_EQ(got.size(), 15u);
+    for (std::uint64_t i = 0; i < 15; ++i) EXPECT_EQ(got[i], message(8 + i, 50)) << i;
 }
 
 TEST(spsc_ring, unattached_producer_reserves_nothing) {
