@@ -40,10 +40,6 @@ std::uint32_t core_register(context_impl* c, const handler_desc& h) {
     return c->add_handler(h);
 }
 
-std::size_t core_poll(context_impl* c) {
-    return c->poll();
-}
-
 void core_idle(context_impl* c, unsigned& backoff_state) {
     c->idle(backoff_state);
 }

@@ -4,7 +4,11 @@
 
 #include "context_impl.hpp"
 
+#include "../util/assert.hpp"
 #include "../util/error.hpp"
+#include "incoming.hpp"
+
+#include <cstring>
 
 namespace am::detail {
 
@@ -40,6 +44,54 @@ inline std::size_t context_impl::poll_locked() {
     if (_deferred_ready.load(std::memory_order_relaxed)) [[unlikely]]
         n += run_deferred();
     return n;
+}
+
+inline void context_impl::dispatch(int source, unsigned lane, std::byte* msg, const incoming& in) {
+    AM_ASSERT(in.handler < _table.count() && _table.hot(in.handler).fn != nullptr,
+              "a checked message names a registered handler");
+    AM_ASSERT(in.kind != category::long_am ||
+                  (in.payload >= _own_segment.data() &&
+                   in.length <= _own_segment.size() -
+                                    static_cast<std::size_t>(in.payload - _own_segment.data())),
+              "a long payload lies inside the segment");
+    handler_counters& ctr = _table.counters(in.handler);
+    if (in.length != 0) [[unlikely]] {  // medium and long payloads (short messages have none)
+        // A long payload that travelled inline goes into the segment at its offset first.
+        if (in.inline_bytes != nullptr) std::memcpy(in.payload, in.inline_bytes, in.length);
+        bump(ctr.received_bytes, in.length);
+    }
+    bump(ctr.received);
+    token t(this, source, static_cast<detail::lane>(lane));
+    frame_scope scope(this, lane);
+    const handler_hot& h = _table.hot(in.handler);
+    h.fn(h.obj, t, reinterpret_cast<const std::uint64_t*>(msg + sizeof(wire_header)), in.payload,
+         in.length);
+}
+
+// The limits of incoming.hpp, read from the context where the check needs them.
+struct dispatch_limits {
+    const context_impl& c;
+    std::uint32_t handlers() const noexcept { return c._table.count(); }
+    std::uint16_t signature(std::uint32_t i) const noexcept { return c._table.signature(i); }
+    std::size_t max_medium() const noexcept { return c._max_medium; }
+    std::span<std::byte> segment() const noexcept { return c._own_segment; }
+};
+
+inline void context_impl::deliver_inline(int source, unsigned lane, std::byte* msg,
+                                         std::size_t len) {
+    incoming in;
+    if (check_plain(msg, len, source, dispatch_limits{*this}, in) != nullptr) [[unlikely]]
+        return deliver_unusual(source, lane, msg, len);
+    dispatch(source, lane, msg, in);
+}
+
+// The program's poll: on the rank's own thread outside handlers (its frame word is this context
+// with `home_mark`), without a progress thread, nothing but the scan. One thread-local load and
+// one compare decide it; `poll_general` handles handlers (no-op), other threads and locking.
+inline std::size_t context_impl::poll() {
+    if (_locking || t_frame != (frame_of(this, 0) | home_mark)) [[unlikely]]
+        return poll_general();
+    return poll_locked();
 }
 
 }  // namespace am::detail

@@ -21,7 +21,11 @@ void context_impl::poll_after_send() {
     (void)_ring->poll_into(*this);  // every send from the rank's own code makes progress
 }
 
-std::size_t context_impl::poll() {
+std::size_t core_poll(context_impl* c) {
+    return c->poll();
+}
+
+std::size_t context_impl::poll_general() {
     if (in_handler()) return 0;
     if (!_locking) {
         check_thread("am::context::poll");
@@ -75,20 +79,8 @@ void context_impl::reject(int source, const char* why) noexcept {
     }
 }
 
-// The limits of incoming.hpp, read from the context where the check needs them.
-struct dispatch_limits {
-    const context_impl& c;
-    std::uint32_t handlers() const noexcept { return c._table.count(); }
-    std::uint16_t signature(std::uint32_t i) const noexcept { return c._table.signature(i); }
-    std::size_t max_medium() const noexcept { return c._max_medium; }
-    std::span<std::byte> segment() const noexcept { return c._own_segment; }
-};
-
 void context_impl::deliver(int source, unsigned lane, std::byte* msg, std::size_t len) {
-    incoming in;
-    if (check_plain(msg, len, source, dispatch_limits{*this}, in) != nullptr) [[unlikely]]
-        return deliver_unusual(source, lane, msg, len);
-    dispatch(source, lane, msg, in);
+    deliver_inline(source, lane, msg, len);
 }
 
 // A message check_plain refused: the inline-long form, or invalid. Checked again from the
@@ -99,28 +91,6 @@ void context_impl::deliver_unusual(int source, unsigned lane, std::byte* msg, st
         return reject(source, why);
     }
     dispatch(source, lane, msg, in);
-}
-
-inline void context_impl::dispatch(int source, unsigned lane, std::byte* msg, const incoming& in) {
-    AM_ASSERT(in.handler < _table.count() && _table.hot(in.handler).fn != nullptr,
-              "a checked message names a registered handler");
-    AM_ASSERT(in.kind != category::long_am ||
-                  (in.payload >= _own_segment.data() &&
-                   in.length <= _own_segment.size() -
-                                    static_cast<std::size_t>(in.payload - _own_segment.data())),
-              "a long payload lies inside the segment");
-    handler_counters& ctr = _table.counters(in.handler);
-    if (in.length != 0) [[unlikely]] {  // medium and long payloads (short messages have none)
-        // A long payload that travelled inline goes into the segment at its offset first.
-        if (in.inline_bytes != nullptr) std::memcpy(in.payload, in.inline_bytes, in.length);
-        bump(ctr.received_bytes, in.length);
-    }
-    bump(ctr.received);
-    token t(this, source, static_cast<detail::lane>(lane));
-    frame_scope scope(this, lane);
-    const handler_hot& h = _table.hot(in.handler);
-    h.fn(h.obj, t, reinterpret_cast<const std::uint64_t*>(msg + sizeof(wire_header)), in.payload,
-         in.length);
 }
 
 }  // namespace am::detail

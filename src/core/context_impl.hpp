@@ -67,9 +67,15 @@ class context_impl final : public transport::message_sink {
     /// A reply: checks the token, sends, marks it answered.
     template <unsigned N>
     void reply_short(token& t, std::uint32_t handler, const std::uint64_t* args);
-    std::size_t poll();
+    /// A poll from the program: the rank's own thread outside handlers and without a progress
+    /// thread takes the inlined scan; everything else `poll_general`.
+    [[gnu::always_inline]] inline std::size_t poll();
+    [[gnu::noinline]] std::size_t poll_general();
     std::size_t poll_shared();
     void deliver(int source, unsigned lane, std::byte* msg, std::size_t len) final;
+    /// `deliver` inlined into the ring scan (the ring transport calls it when the sink has it).
+    [[gnu::always_inline]] inline void deliver_inline(int source, unsigned lane, std::byte* msg,
+                                                      std::size_t len);
     friend struct dispatch_limits;
     void barrier();
     /// Collective exchange of `bytes` per rank (≤ the transport's gather limit); polls while

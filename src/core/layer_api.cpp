@@ -65,7 +65,7 @@ std::string unregistered(const context& ctx, std::uint32_t handler) {
 }
 
 std::size_t poll(context& ctx) {
-    return core_of(ctx).poll();
+    return detail::core_poll(&core_of(ctx));
 }
 void set_deferred(context& ctx, std::function<std::size_t()> fn) {
     core_of(ctx).set_deferred(std::move(fn));

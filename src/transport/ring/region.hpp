@@ -232,12 +232,18 @@ class ring_transport final : public transport {
         unsigned lane;
         unsigned order;
     };
+    // A sink with `deliver_inline` (the core) has it inlined into the drain loop.
     template <class Sink>
     [[gnu::noinline]] std::size_t drain_ring(Sink& sink, in_ring& r) {
         const int src = r.src;
         const unsigned lane = r.lane;
-        return r.c.drain(
-            [&](std::byte* msg, std::size_t len) { sink.deliver(src, lane, msg, len); });
+        return r.c.drain([&](std::byte * msg, std::size_t len) __attribute__((always_inline)) {
+            if constexpr (requires { sink.deliver_inline(src, lane, msg, len); }) {
+                sink.deliver_inline(src, lane, msg, len);
+            } else {
+                sink.deliver(src, lane, msg, len);
+            }
+        });
     }
     /// Attaches the producer of the ring to `dest` on `lane` and announces the ring to `dest`
     /// (once per ring, also across the runs a region serves).

@@ -110,12 +110,13 @@ class producer {
     /// the view is not attached). A record needs its padded stride plus the next header word.
     /// Must be followed by `commit(msg, len)` with the same length.
     std::byte* reserve(std::size_t len) noexcept {
-        const std::uint64_t end = next_position(_head, len) + record_header;
-        if (end - _cached_tail > _capacity) [[unlikely]] {
+        const std::uint64_t next = next_position(_head, len);
+        if (next + record_header - _cached_tail > _capacity) [[unlikely]] {
             if (_ctl == nullptr) return nullptr;  // all-zero view: not attached to its ring yet
             _cached_tail = _ctl->tail.load(std::memory_order_acquire);
-            if (end - _cached_tail > _capacity) return nullptr;
+            if (next + record_header - _cached_tail > _capacity) return nullptr;
         }
+        _next = next;
         // Attached from here on (an unattached view has no room for any record).
         AM_ASSERT(len <= ring::max_message(_capacity), "record longer than the pad");
         AM_ASSERT(_cached_tail <= _head, "ring positions: tail > head");
@@ -124,12 +125,13 @@ class producer {
         return _data + (_head & (_capacity - 1)) + record_header;
     }
 
-    /// Publishes the message written at `msg` (returned by the last `reserve`): zeroes the
-    /// next record's header word, then releases this record's header word.
+    /// Publishes the message written at `msg` (returned by the last `reserve`, for `len`
+    /// bytes): zeroes the next record's header word, then releases this record's header word.
     void commit(std::byte* msg, std::size_t len) noexcept {
-        const std::uint64_t next = next_position(_head, len);
+        const std::uint64_t next = _next;
         AM_ASSERT(msg == _data + (_head & (_capacity - 1)) + record_header,
                   "commit of a message the last reserve did not return");
+        AM_ASSERT(next == next_position(_head, len), "commit of another length than reserved");
         AM_ASSERT(next + record_header - _cached_tail <= _capacity,
                   "commit of more bytes than the last reserve made room for");
         header_at(_data + (next & (_capacity - 1))).store(0, std::memory_order_relaxed);
@@ -144,6 +146,7 @@ class producer {
     std::byte* _data = nullptr;
     std::uint64_t _capacity = 0;
     std::uint64_t _head = 0;
+    std::uint64_t _next = 0;  // where the record after the reserved one starts
     std::uint64_t _cached_tail = 0;
 };
 
@@ -157,7 +160,8 @@ class consumer {
           _data(data),
           _mask(capacity - 1),
           _tail(ctl->tail.load(std::memory_order_relaxed)),
-          _published(_tail) {
+          _published(_tail),
+          _publish_at(_tail + capacity / 4) {
         AM_ASSERT(valid_capacity(capacity), "ring capacity is not a power of two of 1 KiB or more");
     }
 
@@ -170,36 +174,49 @@ class consumer {
     /// record is consumed after `fn` returns (or throws), so `msg` stays valid during the call.
     /// Returns the count. The room is given back to the producer before this returns.
     template <class Fn>
-    std::size_t drain(Fn&& fn, std::size_t limit = SIZE_MAX) {
+    std::size_t drain(Fn&& fn, std::size_t limit) {
         publish_guard publish{this};
         std::size_t n = 0;
-        while (n < limit) {
-            std::byte* rec = _data + (_tail & _mask);
-            const std::uint64_t word = header_at(rec).load(std::memory_order_acquire);
-            if (word == 0) break;
-            const auto stride = static_cast<std::uint32_t>(word);
-            const auto len = static_cast<std::size_t>(word >> 32);
-            AM_ASSERT(
-                len <= ring::max_message(_mask + 1) && _tail + stride == next_position(_tail, len),
-                "record header: stride and length do not match");
-            AM_ASSERT(_tail + stride <= _ctl->head.load(std::memory_order_acquire),
-                      "record runs past the published head");
-            const std::uint64_t at = _tail;
-            {
-                advance_guard advance{this, stride};
-                fn(rec + record_header, len);
-                // Consumed in order, each once: nothing moved the tail during `fn` (a drain of
-                // this ring nested in it would have).
-                AM_ASSERT(_tail == at, "ring record consumed out of order");
-            }
-            ++n;
-            if (_tail - _published > (_mask + 1) / 4) [[unlikely]]
-                publish_tail();
-        }
+        while (n < limit && consume_one(fn)) ++n;
+        return n;
+    }
+    /// `drain` without a limit: the loop of the hot path.
+    template <class Fn>
+    std::size_t drain(Fn&& fn) {
+        publish_guard publish{this};
+        std::size_t n = 0;
+        while (consume_one(fn)) ++n;
         return n;
     }
 
   private:
+    /// Consumes the record at the tail, if one is published: `fn`, then the tail moves past it
+    /// (also when `fn` throws); room goes back to the producer every quarter ring.
+    template <class Fn>
+    [[gnu::always_inline]] bool consume_one(Fn& fn) {
+        std::byte* rec = _data + (_tail & _mask);
+        const std::uint64_t word = header_at(rec).load(std::memory_order_acquire);
+        if (word == 0) return false;
+        const auto stride = static_cast<std::uint32_t>(word);
+        const auto len = static_cast<std::size_t>(word >> 32);
+        AM_ASSERT(
+            len <= ring::max_message(_mask + 1) && _tail + stride == next_position(_tail, len),
+            "record header: stride and length do not match");
+        AM_ASSERT(_tail + stride <= _ctl->head.load(std::memory_order_acquire),
+                  "record runs past the published head");
+        [[maybe_unused]] const std::uint64_t at = _tail;
+        {
+            advance_guard advance{this, stride};
+            fn(rec + record_header, len);
+            // Consumed in order, each once: nothing moved the tail during `fn` (a drain of this
+            // ring nested in it would have).
+            AM_ASSERT(_tail == at, "ring record consumed out of order");
+        }
+        if (_tail >= _publish_at) [[unlikely]]
+            publish_tail();
+        return true;
+    }
+
     struct advance_guard {
         consumer* c;
         std::uint32_t stride;
@@ -213,6 +230,7 @@ class consumer {
     };
     void publish_tail() noexcept {
         _published = _tail;
+        _publish_at = _tail + (_mask + 1) / 4;
         _ctl->tail.store(_tail, std::memory_order_release);
     }
 
@@ -220,7 +238,8 @@ class consumer {
     std::byte* _data = nullptr;
     std::uint64_t _mask = 0;
     std::uint64_t _tail = 0;
-    std::uint64_t _published = 0;  // the tail the producer has been given
+    std::uint64_t _published = 0;   // the tail the producer has been given
+    std::uint64_t _publish_at = 0;  // publish within a drain once the tail reaches this
 };
 
 }  // namespace am::transport::ring
