@@ -17,6 +17,7 @@
 #include "common/options.hpp"
 #include "common/report.hpp"
 #include "common/sys.hpp"
+#include "common/ucx_baseline.hpp"
 
 #include <am/am.hpp>
 
@@ -232,6 +233,27 @@ bool compare_with_mpi(const options& o, reporter& rep) {
     return true;
 }
 
+/// The UCX side of the same sizes (ucp_am_lat on the latency sizes, ucp_am_bw on the
+/// bandwidth sizes, same iterations), then the am/UCX ratios. False when ucx_perftest is
+/// installed but failed.
+bool compare_with_ucx(const options& o, ucx_baseline& ucx, reporter& rep) {
+    std::vector<ucx_point> points;
+    for (std::size_t s : am_sizes(rep, "latency_us")) {
+        const std::uint64_t n = iters_for(o, latency_plan, s);
+        points.push_back({ucx_test::am_lat, s, n, warmup_for(o, n), "latency_us"});
+    }
+    for (std::size_t s : am_sizes(rep, "bandwidth_GBps")) {
+        const std::uint64_t n = iters_for(o, bandwidth_plan, s);
+        points.push_back({ucx_test::am_bw, s, n, warmup_for(o, n), "bandwidth_GBps"});
+    }
+    if (!ucx.run(points, rep)) return false;
+    for (const char* op : {"short", "medium", "long"}) {
+        rep.add_ratios("am", op, "ucx", "ucp_am_lat", "latency_us", "latency_ratio");
+    }
+    rep.add_ratios("am", "long", "ucx", "ucp_am_bw", "bandwidth_GBps", "bandwidth_ratio");
+    return true;
+}
+
 const result* find_in(const std::vector<result>& v, std::string_view system,
                       std::string_view transport, std::string_view op, std::string_view metric) {
     for (const result& r : v) {
@@ -309,12 +331,16 @@ int main(int argc, char** argv) {
     segment *= 2;  // a rank alone gets its ping and its pong side by side
     const output mode = o.demo ? output::quiet : o.json ? output::json : output::table;
     std::vector<std::vector<result>> rounds;
+    ucx_baseline ucx(o, bench_name);
     bool baseline_ok = true;
     const int status = run_rounds(
         o, mode,
         [&](reporter& rep, bool& reporting) {
             const int st = run_am_job(o, {segment, true}, rank_main, rep, reporting);
-            if (reporting && st == 0) baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
+            if (reporting && st == 0) {
+                baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
+                baseline_ok = compare_with_ucx(o, ucx, rep) && baseline_ok;
+            }
             return st;
         },
         &rounds);
