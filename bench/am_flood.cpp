@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // am_flood: one-way message rate from rank 0 to rank 1, then the MPI baseline (windowed
-// MPI_Isend flood) on the same sizes in the same run.
+// MPI_Isend flood) and, when ucx_perftest is installed, the UCX baseline (ucp_am_bw) on the
+// same sizes in the same run.
 //
 //   am_flood [--json] [--transport shm|threads|mpi] [--ranks 2] [--reps 7] ...   (see --help)
 //

@@ -1,16 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "ucx_baseline.hpp"
 
+#include "child_process.hpp"
 #include "sys.hpp"
 
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +32,10 @@ constexpr const char* ucx_transport = "ucx-sm";  // the `transport` value of eve
 constexpr int port_attempts = 5;                 // fresh ports tried when the server cannot bind
 constexpr int listen_timeout_ms = 10000;         // server start-up, until it listens
 constexpr int server_exit_timeout_ms = 5000;     // server exit after the client's
+
+std::vector<std::string> ucx_env() {
+    return {std::string("UCX_TLS=") + ucx_tls};
+}
 
 void sleep_ms(long ms) {
     timespec ts{ms / 1000, (ms % 1000) * 1000000};
@@ -108,128 +108,6 @@ bool port_listening(int port) {
     }
     return false;
 }
-
-/// A started process, killed (SIGKILL) and reaped by the destructor unless it was reaped
-/// before: no path out of the baseline leaves a ucx_perftest behind.
-class child_process {
-  public:
-    child_process() = default;
-    child_process(const child_process&) = delete;
-    child_process& operator=(const child_process&) = delete;
-    ~child_process() { kill_and_reap(); }
-
-    /// Forks and runs `argv` (argv[0] a path) with stdout and stderr to `out_fd`, pinned to
-    /// `cpu` (none when -1), UCX_TLS set. False when fork fails.
-    bool start(std::vector<std::string> argv, int out_fd, int cpu);
-
-    /// Waits up to `ms` for the process to exit; true (status in `status()`) when it did.
-    bool wait_for(int ms);
-    [[nodiscard]] bool running() const noexcept { return _pid > 0; }
-    /// Exit status, or -1 when killed by a signal (or never started).
-    [[nodiscard]] int status() const noexcept { return _status; }
-
-    /// Kills the process and the processes it started (its process group), and reaps it.
-    void kill_and_reap() {
-        if (_pid <= 0) return;
-        kill(-_pid, SIGKILL);
-        kill(_pid, SIGKILL);
-        reap(0);
-    }
-
-  private:
-    bool reap(int flags);
-
-    pid_t _pid = -1;
-    int _pidfd = -1;
-    int _status = -1;
-};
-
-bool child_process::start(std::vector<std::string> argv, int out_fd, int cpu) {
-    std::fflush(nullptr);
-    const pid_t pid = fork();
-    if (pid < 0) {
-        std::perror("bench: fork");
-        return false;
-    }
-    if (pid == 0) {
-        setpgid(0, 0);  // a group of its own: killing it kills what it started too
-        dup2(out_fd, STDOUT_FILENO);
-        dup2(out_fd, STDERR_FILENO);
-        if (cpu >= 0) {
-            cpu_set_t one;
-            CPU_ZERO(&one);
-            CPU_SET(cpu, &one);
-            sched_setaffinity(0, sizeof one, &one);
-        }
-        setenv("UCX_TLS", ucx_tls, 1);
-        std::vector<char*> args;
-        for (std::string& a : argv) args.push_back(a.data());
-        args.push_back(nullptr);
-        execv(args[0], args.data());
-        std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
-        _exit(127);
-    }
-    setpgid(pid, pid);  // also here, so that the group exists before any kill
-    _pid = pid;
-    // A descriptor that becomes readable when the process exits: a blocking, bounded wait
-    // with no periodic wake-ups on the cores being measured. -1 on kernels before 5.3.
-    _pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-    return true;
-}
-
-bool child_process::reap(int flags) {
-    int st = 0;
-    const pid_t r = waitpid(_pid, &st, flags);
-    if (r == 0) return false;  // WNOHANG: still running
-    _status = r == _pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    _pid = -1;
-    if (_pidfd >= 0) close(_pidfd);
-    _pidfd = -1;
-    return true;
-}
-
-bool child_process::wait_for(int ms) {
-    if (_pid <= 0) return true;
-    if (_pidfd >= 0) {
-        pollfd p{_pidfd, POLLIN, 0};
-        while (poll(&p, 1, ms) < 0 && errno == EINTR) {
-        }
-        return reap(WNOHANG);
-    }
-    for (int waited = 0;; waited += 10) {
-        if (reap(WNOHANG)) return true;
-        if (waited >= ms) return false;
-        sleep_ms(10);
-    }
-}
-
-/// An anonymous temporary file for a child's output (removed when closed).
-struct log_file {
-    std::FILE* f = std::tmpfile();
-    log_file() = default;
-    log_file(const log_file&) = delete;
-    log_file& operator=(const log_file&) = delete;
-    ~log_file() {
-        if (f != nullptr) std::fclose(f);
-    }
-    [[nodiscard]] int fd() const { return f != nullptr ? fileno(f) : -1; }
-    [[nodiscard]] std::vector<std::string> lines() const {
-        std::vector<std::string> v;
-        if (f == nullptr) return v;
-        std::rewind(f);
-        char line[1024];
-        while (std::fgets(line, sizeof line, f) != nullptr) {
-            std::string s(line);
-            while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-            v.push_back(std::move(s));
-        }
-        return v;
-    }
-    /// Copies the output to stderr, each line prefixed by `who`.
-    void dump(const char* who) const {
-        for (const std::string& s : lines()) std::fprintf(stderr, "  %s: %s\n", who, s.c_str());
-    }
-};
 
 /// The batch file both processes read: one line per (point, repetition), named
 /// "<point index>:<repetition>" so the client's CSV lines can be matched back.
@@ -341,8 +219,8 @@ bool start_server(const std::string& exe, const std::string& batch, const job_pl
             why = "no free TCP port";
             return false;
         }
-        if (!server.start({exe, "-p", std::to_string(port), "-b", batch}, log.fd(),
-                          plan.server_cpu)) {
+        if (!server.start({exe, "-p", std::to_string(port), "-b", batch}, log.fd(), plan.server_cpu,
+                          ucx_env())) {
             why = "fork failed";
             return false;
         }
@@ -377,7 +255,7 @@ bool run_batch(const std::string& exe, const std::string& batch, const job_plan&
     int port = 0;
     if (!start_server(exe, batch, plan, server, server_log, port, why)) return false;
     if (!client.start({exe, "127.0.0.1", "-p", std::to_string(port), "-b", batch, "-v", "-f"},
-                      client_log.fd(), plan.client_cpu)) {
+                      client_log.fd(), plan.client_cpu, ucx_env())) {
         why = "fork failed";
         return false;
     }
