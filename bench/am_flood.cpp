@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // am_flood: one-way message rate from rank 0 to rank 1, then the MPI baseline (windowed
-// MPI_Isend flood) on the same sizes in the same run.
+// MPI_Isend flood) and, when ucx_perftest is installed, the UCX baseline (ucp_am_bw) on the
+// same sizes in the same run.
 //
 //   am_flood [--json] [--transport shm|threads|mpi] [--ranks 2] [--reps 7] ...   (see --help)
 //
@@ -15,6 +16,7 @@
 #include "common/options.hpp"
 #include "common/report.hpp"
 #include "common/sys.hpp"
+#include "common/ucx_baseline.hpp"
 
 #include <am/am.hpp>
 
@@ -161,6 +163,22 @@ bool compare_with_mpi(const options& o, reporter& rep) {
     return true;
 }
 
+/// The UCX side of the same sizes (ucp_am_bw: the client streams UCP active messages to the
+/// server, same message counts), then the am/UCX ratios. False when ucx_perftest is
+/// installed but failed.
+bool compare_with_ucx(const options& o, ucx_baseline& ucx, reporter& rep) {
+    std::vector<ucx_point> points;
+    for (std::size_t s : am_sizes(rep, "rate_Mmsgps")) {
+        const std::uint64_t n = iters_for(o, flood_plan, s);
+        points.push_back({ucx_test::am_bw, s, n, warmup_for(o, n), "rate_Mmsgps"});
+    }
+    if (!ucx.run(points, rep)) return false;
+    for (const char* op : {"short", "medium", "medium_read"}) {
+        rep.add_ratios("am", op, "ucx", "ucp_am_bw", "rate_Mmsgps", "rate_ratio");
+    }
+    return true;
+}
+
 }  // namespace
 }  // namespace am::bench
 
@@ -171,12 +189,14 @@ int main(int argc, char** argv) {
                               "(8 B - 64 KiB), and the MPI windowed-Isend baseline.");
     o.bench = bench_name;
     allow_mpi_transport(o);
+    ucx_baseline ucx(o, bench_name);
     bool baseline_ok = true;
     const int status =
         run_rounds(o, o.json ? output::json : output::table, [&](reporter& rep, bool& reporting) {
             const int st = run_am_job(o, {}, rank_main, rep, reporting);
             if (reporting && st == 0) {
                 baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
+                baseline_ok = compare_with_ucx(o, ucx, rep) && baseline_ok;
             }
             return st;
         });

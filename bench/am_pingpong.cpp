@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // am_pingpong: one-way latency (half a round trip) between ranks 0 and 1 for short, medium and
 // long active messages; long-message streaming bandwidth beside single-core memcpy; then the
-// MPI baseline (MPI_Send/MPI_Recv ping-pong, windowed MPI_Isend bandwidth) in the same run.
+// MPI baseline (MPI_Send/MPI_Recv ping-pong, windowed MPI_Isend bandwidth) and, when
+// ucx_perftest is installed, the UCX baseline (ucp_am_lat, ucp_am_bw) in the same run.
 //
 //   am_pingpong [--json] [--transport shm|threads|mpi] [--ranks 2] [--reps 7] ...   (see --help)
-//   am_pingpong --demo          am vs MPI, 8-byte one-way latency, for the README
+//   am_pingpong --demo          am vs MPI and UCX, 8-byte one-way latency, for the README
 //   am_pingpong --transport mpi [--node-size 1] ...   am over the mpi transport: the program
 //                               starts itself under mpirun (or runs under the user's mpirun)
 //
@@ -17,6 +18,7 @@
 #include "common/options.hpp"
 #include "common/report.hpp"
 #include "common/sys.hpp"
+#include "common/ucx_baseline.hpp"
 
 #include <am/am.hpp>
 
@@ -232,6 +234,27 @@ bool compare_with_mpi(const options& o, reporter& rep) {
     return true;
 }
 
+/// The UCX side of the same sizes (ucp_am_lat on the latency sizes, ucp_am_bw on the
+/// bandwidth sizes, same iterations), then the am/UCX ratios. False when ucx_perftest is
+/// installed but failed.
+bool compare_with_ucx(const options& o, ucx_baseline& ucx, reporter& rep) {
+    std::vector<ucx_point> points;
+    for (std::size_t s : am_sizes(rep, "latency_us")) {
+        const std::uint64_t n = iters_for(o, latency_plan, s);
+        points.push_back({ucx_test::am_lat, s, n, warmup_for(o, n), "latency_us"});
+    }
+    for (std::size_t s : am_sizes(rep, "bandwidth_GBps")) {
+        const std::uint64_t n = iters_for(o, bandwidth_plan, s);
+        points.push_back({ucx_test::am_bw, s, n, warmup_for(o, n), "bandwidth_GBps"});
+    }
+    if (!ucx.run(points, rep)) return false;
+    for (const char* op : {"short", "medium", "long"}) {
+        rep.add_ratios("am", op, "ucx", "ucp_am_lat", "latency_us", "latency_ratio");
+    }
+    rep.add_ratios("am", "long", "ucx", "ucp_am_bw", "bandwidth_GBps", "bandwidth_ratio");
+    return true;
+}
+
 const result* find_in(const std::vector<result>& v, std::string_view system,
                       std::string_view transport, std::string_view op, std::string_view metric) {
     for (const result& r : v) {
@@ -243,47 +266,88 @@ const result* find_in(const std::vector<result>& v, std::string_view system,
     return nullptr;
 }
 
+/// One round of the demo: the 8 B latencies and hops it has (null when absent).
+struct demo_round {
+    const result *am, *mpi, *ucx, *hop_am, *hop_mpi, *hop_ucx;
+    explicit demo_round(const std::vector<result>& v)
+        : am(find_in(v, "am", "", "short", "latency_us")),
+          mpi(find_in(v, "mpi", "", "send_recv", "latency_us")),
+          ucx(find_in(v, "ucx", "", "ucp_am_lat", "latency_us")),
+          hop_am(find_in(v, "cacheline", "shm", "hop", "latency_us")),
+          hop_mpi(find_in(v, "cacheline", "mpi", "hop", "latency_us")),
+          hop_ucx(find_in(v, "cacheline", "ucx-sm", "hop", "latency_us")) {}
+    /// A VM's vCPUs can move between host cores closer or farther apart mid-run.
+    [[nodiscard]] bool moved() const {
+        double lo = 0, hi = 0;
+        for (const result* h : {hop_am, hop_mpi, hop_ucx}) {
+            if (h == nullptr) continue;
+            lo = lo == 0 ? h->median : std::min(lo, h->median);
+            hi = std::max(hi, h->median);
+        }
+        return hi > 1.5 * lo;
+    }
+};
+
+/// "  0.123" (width 8), or "     n/a".
+void print_value(const result* r) {
+    if (r != nullptr) {
+        std::printf("  %6.3f", r->median);
+    } else {
+        std::printf("  %6s", "n/a");
+    }
+}
+
+/// "  0.92" (width 8) for a/b, or "   n/a"; the ratio goes to `ratios`.
+void print_ratio(const result* a, const result* b, std::vector<double>& ratios) {
+    if (a != nullptr && b != nullptr && b->median > 0) {
+        ratios.push_back(a->median / b->median);
+        std::printf("  %6.2f", ratios.back());
+    } else {
+        std::printf("  %6s", "n/a");
+    }
+}
+
+void print_median(const char* what, const std::vector<double>& ratios, const char* goal) {
+    if (ratios.empty()) {
+        std::printf("  %s: baseline not available (see the message above)\n", what);
+    } else {
+        std::printf("  %s, median over the runs: %.2f   (goal: %s)\n", what,
+                    summarize(ratios).median, goal);
+    }
+}
+
 void print_demo(const std::vector<std::vector<result>>& rounds) {
     std::printf(
         "One-way latency of an 8-byte message between 2 processes pinned to cores 0 and 1\n"
-        "(half a round trip in microseconds; median of %d repetitions per run)\n\n",
+        "(half a round trip in microseconds; median of %d repetitions per run; MPI: Send/Recv;\n"
+        "UCX: ucx_perftest ucp_am_lat over UCX_TLS=sm,self)\n\n",
         rounds[0].empty() ? 0 : rounds[0][0].reps);
-    std::printf(
-        "  run   am (shm, short AM)   MPI (Send/Recv)   am/MPI   cache-line hop (am / MPI run)\n");
-    std::vector<double> ratios;
+    std::printf("%51s%24s\n", "", "cache-line hop");
+    std::printf("  run  am short     MPI  am/MPI     UCX  am/UCX          am     MPI     UCX\n");
+    std::vector<double> vs_mpi, vs_ucx;
     bool moved = false;
     int k = 0;
     for (const std::vector<result>& v : rounds) {
-        const result* a = find_in(v, "am", "", "short", "latency_us");
-        const result* m = find_in(v, "mpi", "", "send_recv", "latency_us");
-        const result* ha = find_in(v, "cacheline", "shm", "hop", "latency_us");
-        const result* hm = find_in(v, "cacheline", "mpi", "hop", "latency_us");
-        std::printf("  %3d   %18.3f   ", ++k, a ? a->median : 0.0);
-        if (a && m) {
-            ratios.push_back(a->median / m->median);
-            std::printf("%15.3f   %6.2f", m->median, ratios.back());
-        } else {
-            std::printf("%15s   %6s", "n/a", "n/a");
-        }
-        std::printf("   %.3f / %s", ha ? ha->median : 0.0, hm ? "" : "n/a");
-        if (hm) std::printf("%.3f", hm->median);
-        // A VM's vCPUs can move between host cores closer or farther apart mid-run.
-        const bool differ =
-            ha && hm && (ha->median > 1.5 * hm->median || hm->median > 1.5 * ha->median);
-        std::printf("%s\n", differ ? "  *" : "");
-        moved = moved || differ;
+        const demo_round d(v);
+        std::printf("  %3d  ", ++k);
+        print_value(d.am);
+        print_value(d.mpi);
+        print_ratio(d.am, d.mpi, vs_mpi);
+        print_value(d.ucx);
+        print_ratio(d.am, d.ucx, vs_ucx);
+        std::printf("    ");
+        for (const result* h : {d.hop_am, d.hop_mpi, d.hop_ucx}) print_value(h);
+        std::printf("%s\n", d.moved() ? "  *" : "");
+        moved = moved || d.moved();
     }
     if (moved) {
         std::printf(
-            "  * the cores were not equally far apart in the am and MPI runs (a VM's vCPUs\n"
-            "    moved between host cores); compare within rows whose hops agree\n");
+            "  * the cores were not equally far apart in the am, MPI and UCX runs (a VM's\n"
+            "    vCPUs moved between host cores); compare within rows whose hops agree\n");
     }
-    if (!ratios.empty()) {
-        std::printf("\n  am/MPI, median over the runs: %.2f   (goal: <= 0.5)\n",
-                    summarize(ratios).median);
-    } else {
-        std::printf("\n  MPI baseline not available: see the message above\n");
-    }
+    std::printf("\n");
+    print_median("am/MPI", vs_mpi, "<= 0.5");
+    print_median("am/UCX", vs_ucx, "<= 0.7");
 }
 
 }  // namespace
@@ -309,12 +373,16 @@ int main(int argc, char** argv) {
     segment *= 2;  // a rank alone gets its ping and its pong side by side
     const output mode = o.demo ? output::quiet : o.json ? output::json : output::table;
     std::vector<std::vector<result>> rounds;
+    ucx_baseline ucx(o, bench_name);
     bool baseline_ok = true;
     const int status = run_rounds(
         o, mode,
         [&](reporter& rep, bool& reporting) {
             const int st = run_am_job(o, {segment, true}, rank_main, rep, reporting);
-            if (reporting && st == 0) baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
+            if (reporting && st == 0) {
+                baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
+                baseline_ok = compare_with_ucx(o, ucx, rep) && baseline_ok;
+            }
             return st;
         },
         &rounds);

@@ -8,7 +8,7 @@ need="cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin"
 case "${1:-test}" in
   demo) ;;
   test) need="$need libgtest-dev libboost-mpi-dev libboost-graph-parallel-dev" ;;
-  ci)   need="$need libgtest-dev clang-format libboost-mpi-dev libboost-graph-parallel-dev"
+  ci)   need="$need libgtest-dev clang-format libboost-mpi-dev libboost-graph-parallel-dev ucx-utils"
         need="$need clang-14 libclang-rt-14-dev" ;;  # clang-14: scripts/fuzz.sh (libFuzzer)
   *) echo "usage: $0 demo|test|ci" >&2; exit 2 ;;
 esac

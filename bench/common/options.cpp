@@ -33,7 +33,10 @@ options (shared by every program in bench/):
   --peers a,b,...      am_pingpong, am_flood: ranks that rank 0 measures against, in turn
                        (default 1; mixed mpi: 1 and the first rank of the next node)
   --pin | --no-pin     pin rank r to core r (default: on when ranks <= cores)
-  --no-baseline        do not run the MPI baseline
+  --no-baseline        do not run the MPI baseline (nor the UCX one)
+  --no-ucx             am_pingpong, am_flood: do not run the UCX baseline
+  --ucx-perftest PATH  am_pingpong, am_flood: UCX's ucx_perftest for the UCX baseline
+                       (default: ucx_perftest on PATH; skipped with a note when absent)
   --rounds N           repeat (am run, MPI run) N times, alternating, and pool them: median
                        of the per-round medians, min of minima, max of maxima; ratios are
                        taken within each round (default 1; 5 with --demo)
@@ -147,6 +150,10 @@ options parse_options(int argc, char** argv, const char* summary) {
             o.pin = 0;
         } else if (a == "--no-baseline") {
             o.baseline = false;
+        } else if (a == "--no-ucx") {
+            o.ucx = false;
+        } else if (a == "--ucx-perftest") {
+            o.ucx_perftest = value();
         } else if (a == "--rounds") {
             o.rounds = static_cast<int>(parse_int(prog, "--rounds", value(), 1));
         } else if (a == "--window") {

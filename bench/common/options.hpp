@@ -37,7 +37,9 @@ struct options {
     std::string transport = "shm";      ///< --transport threads|shm|mpi
     int ranks = 2;                      ///< --ranks N (mpi: the processes mpirun starts)
     int pin = -1;                       ///< --pin / --no-pin (-1: on when ranks <= cores)
-    bool baseline = true;               ///< --no-baseline: skip the MPI run
+    bool baseline = true;               ///< --no-baseline: skip the MPI and UCX runs
+    bool ucx = true;                    ///< --no-ucx: skip the UCX run (am_pingpong, am_flood)
+    std::string ucx_perftest;           ///< --ucx-perftest PATH (empty: ucx_perftest on PATH)
     int rounds = 0;      ///< --rounds N: repeat the am run + MPI run pair (0: 1, demo 5)
     int window = 64;     ///< --window N: MPI_Isend window of the MPI flood/bandwidth
     bool touch = false;  ///< --touch (am_flood): medium handlers read their whole payload
