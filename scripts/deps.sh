@@ -9,6 +9,7 @@ case "${1:-test}" in
   demo) ;;
   test) need="$need libgtest-dev libboost-mpi-dev libboost-graph-parallel-dev" ;;
   ci)   need="$need libgtest-dev clang-format libboost-mpi-dev libboost-graph-parallel-dev ucx-utils"
+        need="$need valgrind"  # am.bench.instructions_per_roundtrip (callgrind)
         need="$need clang-14 libclang-rt-14-dev" ;;  # clang-14: scripts/fuzz.sh (libFuzzer)
   *) echo "usage: $0 demo|test|ci" >&2; exit 2 ;;
 esac
