@@ -8,9 +8,11 @@ need="cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin"
 case "${1:-test}" in
   demo) ;;
   test) need="$need libgtest-dev libboost-mpi-dev libboost-graph-parallel-dev" ;;
-  ci)   need="$need libgtest-dev clang-format libboost-mpi-dev libboost-graph-parallel-dev ucx-utils"
-        need="$need valgrind"  # am.bench.instructions_per_roundtrip (callgrind)
-        need="$need clang-14 libclang-rt-14-dev" ;;  # clang-14: scripts/fuzz.sh (libFuzzer)
+  ci)   need="$need libgtest-dev clang-format libboost-mpi-dev libboost-graph-parallel-dev"
+        need="$need ucx-utils"                     # the UCX baseline of am_pingpong, am_flood
+        need="$need valgrind"                      # am.bench.instructions_per_roundtrip
+        need="$need clang-14 libclang-rt-14-dev"   # clang-14: scripts/fuzz.sh (libFuzzer)
+        need="$need mpich libmpich-dev" ;;         # the MPICH build beside Open MPI's (.ci/run)
   *) echo "usage: $0 demo|test|ci" >&2; exit 2 ;;
 esac
 

@@ -18,7 +18,11 @@ AM_RANKS=2 AM_TRANSPORT=shm "$prefix/consumer_pc"
 if [ -d "$build/compat/aml" ]; then  # AML was built: it must be installed
   cmake -S tests/install/aml -B "$prefix/aml_consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
   cmake --build "$prefix/aml_consumer" >/dev/null
-  mpirun -n 2 --oversubscribe "$prefix/aml_consumer/aml_consumer"
+  # Started by the launcher of the MPI am was built with (-DAM_MPI): Open MPI or MPICH.
+  mpiexec=$(sed -n 's/^MPIEXEC_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt")
+  flags=()
+  if "$mpiexec" --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then flags=(--oversubscribe); fi
+  "$mpiexec" -n 2 "${flags[@]}" "$prefix/aml_consumer/aml_consumer"
   echo "install test: find_package(am) consumers of am::am and am::aml, pkg-config consumer passed"
 else
   echo "install test: find_package(am) and pkg-config consumers passed (am without MPI: no AML)"

@@ -25,6 +25,9 @@
 #ifndef AM_BENCH_MPIEXEC
 #define AM_BENCH_MPIEXEC "mpirun"
 #endif
+#ifndef AM_BENCH_MPI_FLAVOR  // the build's MPI (cmake/am_mpi.cmake): openmpi, mpich or other
+#define AM_BENCH_MPI_FLAVOR ""
+#endif
 
 namespace am::bench {
 namespace {
@@ -53,7 +56,8 @@ std::string program_path(mpi_program p) {
 // True for the variables by which an MPI launcher tells a process about its job: a child that
 // inherited them would take itself for a rank of that job instead of starting its own.
 bool launcher_variable(std::string_view name) {
-    for (std::string_view p : {"PMIX_", "PMI_", "OPAL_", "ORTE_", "HYDRA_", "MPIR_", "MPI_LOCAL"}) {
+    for (std::string_view p :
+         {"PMIX_", "PMI_", "OPAL_", "ORTE_", "HYDRA_", "HYDI_", "MPIR_", "MPI_LOCAL"}) {
         if (name.starts_with(p)) return true;
     }
     if (!name.starts_with("OMPI_")) return false;
@@ -89,7 +93,7 @@ void leave_mpi_job() {
     dup2(out_fd, STDOUT_FILENO);
     close(out_fd);
     if (am::launched_by_mpi()) leave_mpi_job();
-    if (geteuid() == 0) {  // Open MPI refuses root unless told twice
+    if (geteuid() == 0 && launcher_is_open_mpi()) {  // it refuses root unless told twice
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     }
@@ -174,10 +178,16 @@ std::vector<std::string> mpirun_command(const options& o, int ranks, bool bind) 
     }
     std::vector<std::string> argv = {o.mpirun.empty() ? AM_BENCH_MPIEXEC : o.mpirun, "-n",
                                      std::to_string(ranks)};
+    // Open MPI's mpirun and MPICH's Hydra both take these; only Open MPI needs to be told
+    // that it may start more processes than cores.
     const bool one_each = bind && ranks <= cores;
     argv.insert(argv.end(), {"--bind-to", one_each ? "core" : "none", "--map-by", "core"});
-    if (ranks > cores) argv.push_back("--oversubscribe");
+    if (ranks > cores && launcher_is_open_mpi()) argv.push_back("--oversubscribe");
     return argv;
+}
+
+bool launcher_is_open_mpi() {
+    return std::string_view(AM_BENCH_MPI_FLAVOR) == "openmpi";
 }
 
 child_outcome run_collecting(std::vector<std::string> argv, const std::vector<std::string>& env,

@@ -36,11 +36,16 @@ bool run_mpi_baseline(const options& o, const std::string& mode,
 /// The options a baseline child needs to measure what the am run measured.
 std::vector<std::string> forwarded_options(const options& o);
 
-/// `mpirun -n <ranks>` (the launcher of --mpirun, else the one found at build time) and the
-/// placement of the baseline: with a core per rank, rank r bound to core r (`--bind-to core
-/// --map-by core`); otherwise, or when `bind` is false, unbound (`--bind-to none --map-by
-/// core`, with `--oversubscribe` when there are more ranks than cores).
+/// `mpirun -n <ranks>` (the launcher of --mpirun, else the one of the build's MPI, -DAM_MPI)
+/// and the placement of the baseline: with a core per rank, rank r bound to core r
+/// (`--bind-to core --map-by core`); otherwise, or when `bind` is false, unbound (`--bind-to
+/// none --map-by core`, with Open MPI's `--oversubscribe` when there are more ranks than
+/// cores). Options that both Open MPI and MPICH (Hydra) take, except `--oversubscribe`.
 std::vector<std::string> mpirun_command(const options& o, int ranks, bool bind);
+
+/// Whether the build's MPI is Open MPI, whose launcher takes options (`--mca`,
+/// `--oversubscribe`) and environment variables (`OMPI_*`) that MPICH's does not.
+bool launcher_is_open_mpi();
 
 /// What became of a child started by `run_collecting`.
 struct child_outcome {

@@ -67,7 +67,10 @@ void mpi_transport::end_job(int status, bool progress) noexcept {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     std::fflush(nullptr);
-    MPI_Abort(_comm, status != 0 ? status : 1);
+    // On MPI_COMM_WORLD, not the job's communicator: Open MPI ends the whole job either way,
+    // but MPICH, aborting another communicator, ends only this process and its launcher
+    // leaves the others waiting for it.
+    MPI_Abort(MPI_COMM_WORLD, status != 0 ? status : 1);
     std::_Exit(status != 0 ? status : 1);
 }
 
