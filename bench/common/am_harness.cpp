@@ -218,7 +218,8 @@ int launch_mpi_job(const options& o, reporter& rep, bool& reporting) {
     return 2;
 #else
     std::vector<std::string> argv = mpirun_command(o, o.ranks, o.pin != 0);
-    if (o.ranks > usable_cores() && std::getenv("OMPI_MCA_mpi_yield_when_idle") == nullptr) {
+    if (o.ranks > usable_cores() && launcher_is_open_mpi() &&
+        std::getenv("OMPI_MCA_mpi_yield_when_idle") == nullptr) {
         // Oversubscribed, Open MPI would call sched_yield in every MPI poll that finds nothing,
         // on the two ranks that measure too; here idle ranks sleep in rank_env::idle instead.
         argv.insert(argv.begin() + 1, {"--mca", "mpi_yield_when_idle", "0"});
