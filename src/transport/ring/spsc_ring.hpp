@@ -82,6 +82,13 @@ constexpr bool valid_capacity(std::size_t capacity) noexcept {
            capacity <= (std::size_t{1} << 32);
 }
 
+/// Within a drain, the consumer gives room back every this many bytes: often enough that a
+/// producer waiting for room refills while large records are consumed, rarely enough that a
+/// stream of small records does not move the tail's line for each.
+constexpr std::uint64_t publish_bytes(std::size_t capacity) noexcept {
+    return capacity / 4 < 4096 ? capacity / 4 : 4096;
+}
+
 /// The header word at `p`, shared between producer and consumer.
 inline std::atomic_ref<std::uint64_t> header_at(std::byte* p) noexcept {
     return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(p));
@@ -161,7 +168,7 @@ class consumer {
           _mask(capacity - 1),
           _tail(ctl->tail.load(std::memory_order_relaxed)),
           _published(_tail),
-          _publish_at(_tail + capacity / 4) {
+          _publish_at(_tail + publish_bytes(capacity)) {
         AM_ASSERT(valid_capacity(capacity), "ring capacity is not a power of two of 1 KiB or more");
     }
 
@@ -230,7 +237,7 @@ class consumer {
     };
     void publish_tail() noexcept {
         _published = _tail;
-        _publish_at = _tail + (_mask + 1) / 4;
+        _publish_at = _tail + publish_bytes(_mask + 1);
         _ctl->tail.store(_tail, std::memory_order_release);
     }
 
