@@ -5,9 +5,10 @@
 // double buffer (the GET of the next column is in flight while the current one is used) and
 // adds the rank-1 update V * B[j][k] to each of its own columns k of C (a DAXPY per column).
 // --depth D generalises the double buffer to D column buffers, D - 1 GETs in flight, for GETs
-// whose latency a double buffer does not hide. On the 2-core machine it gains nothing on either
-// path: a GET there is a copy made by one of the two cores that also compute, not a latency,
-// and no depth overlaps that (docs/performance.md).
+// whose latency a double buffer does not hide. On the 2-core machine it gains little (a couple
+// of points with AM_RMA=am at the default size, nothing on the direct path): a GET there is
+// mostly a copy made by one of the two cores that also compute, which no depth overlaps
+// (docs/performance.md).
 //
 // It prints, like Fig. 5, the fraction of the compute-only rate reached: the same kernel on
 // the same sizes with every column of A local (no GET), run on the same ranks in the same
