@@ -4,6 +4,11 @@
 // Each rank GETs one column of A after another, starting with its own first column, into a
 // double buffer (the GET of the next column is in flight while the current one is used) and
 // adds the rank-1 update V * B[j][k] to each of its own columns k of C (a DAXPY per column).
+// --depth D generalises the double buffer to D column buffers, D - 1 GETs in flight, for GETs
+// whose latency a double buffer does not hide. On the 2-core machine it gains little (a couple
+// of points with AM_RMA=am at the default size, nothing on the direct path): a GET there is
+// mostly a copy made by one of the two cores that also compute, which no depth overlaps
+// (docs/performance.md).
 //
 // It prints, like Fig. 5, the fraction of the compute-only rate reached: the same kernel on
 // the same sizes with every column of A local (no GET), run on the same ranks in the same
@@ -40,6 +45,8 @@ constexpr const char* usage_text =
     "  --reps N             timed repetitions per point (default 21)\n"
     "  --poll-every K       poll after every K DAXPY columns, so GETs from other ranks are\n"
     "                       served while computing (default 1; 0: only while waiting)\n"
+    "  --depth D            column buffers for GETs, D - 1 GETs in flight (default 2: the\n"
+    "                       double buffer of Fig. 4)\n"
     "  --sweep              columns per rank 1,2,4,8,16,32 with N*R*M constant (Fig. 5)\n"
     "  --check              verify C against a reference multiply; exit non-zero on mismatch\n"
     "  --pin | --no-pin     pin rank r to core r (default: on when ranks <= cores)\n"
@@ -53,6 +60,7 @@ struct options {
     std::size_t cols_per_rank = 4;  // the paper's m
     int reps = 21;
     std::size_t poll_every = 1;  // DAXPY columns between polls (0: poll only while waiting)
+    std::size_t depth = 2;       // column buffers for GETs (2: the double buffer of Fig. 4)
     bool sweep = false;
     bool check = false;
     int pin = -1;  // -1: on when every rank has a core
@@ -75,6 +83,7 @@ bool parse_options(int argc, char** argv, options& o) {
                               : a == "--r"             ? &o.r
                               : a == "--m"             ? &o.m
                               : a == "--cols-per-rank" ? &o.cols_per_rank
+                              : a == "--depth"         ? &o.depth
                                                        : nullptr;
         std::size_t reps = 0;
         if (target != nullptr || a == "--reps") {
@@ -83,6 +92,10 @@ bool parse_options(int argc, char** argv, options& o) {
                 return false;
             }
             if (target == nullptr) o.reps = static_cast<int>(std::min<std::size_t>(reps, 100000));
+            if (target == &o.depth && (o.depth < 2 || o.depth > 64)) {
+                std::fprintf(stderr, "splitc_matmul: --depth takes 2 .. 64\n");
+                return false;
+            }
             ++i;
         } else if (a == "--poll-every") {
             if (value == nullptr || !parse_size(value, o.poll_every, true)) {
@@ -147,26 +160,25 @@ struct rank_data {
     buffer b;                               // B[M/P][R]: this rank's columns of B, every row
     buffer c;                               // C[M/P][N]: this rank's columns of C
     buffer c_compute;                       // C of the compute-only run
-    am::global_ptr<double> buffers;         // V0 and V1, the double buffer for GETs
-    double* v0 = nullptr;
-    double* v1 = nullptr;
+    am::global_ptr<double> buffers;         // the column buffers for GETs (V0, V1 of Fig. 4)
+    std::vector<double*> v;                 // `depth` of them, cache-line aligned
 };
 
-// V0 and V1 live in the segment, not on the heap as in Fig. 4: a GET into the segment may be
+// The buffers live in the segment, not on the heap as in Fig. 4: a GET into the segment may be
 // answered by one long reply that writes the data in place instead of a medium reply copied
 // out of the ring (AM_RMA=am). Cache-line aligned, like the heap buffers.
-void allocate_buffers(am::context& ctx, const shape& s, rank_data& d) {
+void allocate_buffers(am::context& ctx, const shape& s, std::size_t depth, rank_data& d) {
     const std::size_t stride = (s.n + 7) / 8 * 8;
-    d.buffers = ctx.allocate<double>(2 * stride + 8);
+    d.buffers = ctx.allocate<double>(depth * stride + 8);
     auto at = reinterpret_cast<std::uintptr_t>(ctx.local(d.buffers));
-    d.v0 = reinterpret_cast<double*>((at + 63) / 64 * 64);
-    d.v1 = d.v0 + stride;
+    auto* first = reinterpret_cast<double*>((at + 63) / 64 * 64);
+    for (std::size_t i = 0; i < depth; ++i) d.v.push_back(first + i * stride);
 }
 
 // Collective: allocates and fills this rank's blocks and exchanges the pointers to A.
-rank_data set_up(am::context& ctx, const shape& s) {
+rank_data set_up(am::context& ctx, const shape& s, std::size_t depth) {
     const std::size_t p = static_cast<std::size_t>(ctx.rank());
-    const std::size_t need = (s.rp() + 2) * s.n * sizeof(double);
+    const std::size_t need = (s.rp() + depth) * (s.n + 8) * sizeof(double);
     if (need + 4096 > ctx.segment().size()) {
         throw std::runtime_error("splitc_matmul: A needs " + std::to_string(need >> 10) +
                                  " KiB per rank but the segment holds " +
@@ -185,7 +197,7 @@ rank_data set_up(am::context& ctx, const shape& s) {
     }
     d.c = make_buffer(s.mp() * s.n);
     d.c_compute = make_buffer(s.mp() * s.n);
-    allocate_buffers(ctx, s, d);
+    allocate_buffers(ctx, s, depth, d);
     d.a = ctx.exchange(d.mine);  // polls: the other ranks' columns are written once it returns
     return d;
 }
@@ -228,28 +240,38 @@ struct progress {
     }
 };
 
-// Fig. 4: the distributed multiply. `issued` counts the GETs `flag` has seen so far.
-void multiply_split_c(am::context& ctx, const shape& s, rank_data& d, am::counter& flag,
-                      std::uint64_t& issued, const progress& prog) {
+/// The GETs in flight: column dj (counted from the rank's first) goes to buffer dj % depth,
+/// whose own flag counts it, so a buffer's flag at its issued count means its column is in.
+/// Counters persist across repetitions; `issued` keeps their counts.
+struct get_ring {
+    std::vector<std::unique_ptr<am::counter>> flags;
+    std::vector<std::uint64_t> issued;
+    get_ring(am::context& ctx, std::size_t depth) : issued(depth, 0) {
+        for (std::size_t i = 0; i < depth; ++i) flags.push_back(std::make_unique<am::counter>(ctx));
+    }
+    [[nodiscard]] std::size_t depth() const { return flags.size(); }
+};
+
+// Fig. 4: the distributed multiply. With depth 2 it is the paper's loop: wait for column j,
+// GET column j + 1 into the other buffer, compute with column j.
+void multiply_split_c(am::context& ctx, const shape& s, rank_data& d, get_ring& ring,
+                      const progress& prog) {
     const std::size_t rp = s.rp();
-    auto column = [&](std::size_t j) {
-        return d.a[j / rp] + static_cast<std::ptrdiff_t>(j % rp * s.n);
-    };
     const std::size_t j0 = static_cast<std::size_t>(ctx.rank()) * rp;  // own columns first
-    double* v = d.v0;
-    double* nv = d.v1;
-    ctx.get(nv, column(j0), s.n, flag);
-    ++issued;
-    for (std::size_t dj = 0; dj < s.r; ++dj) {
+    const std::size_t depth = ring.depth();
+    auto issue = [&](std::size_t dj) {  // GET column j0 + dj into its buffer
         const std::size_t j = (j0 + dj) % s.r;
-        const std::size_t nj = (j0 + dj + 1) % s.r;
-        prog.wait(flag, issued);  // the GET of column j is complete
-        std::swap(v, nv);
-        if (nj != j0) {  // not done: GET the next column while computing with this one
-            ctx.get(nv, column(nj), s.n, flag);
-            ++issued;
-        }
-        rank1_update(s, v, j, d.b.get(), d.c.get(),
+        const std::size_t b = dj % depth;
+        ctx.get(d.v[b], d.a[j / rp] + static_cast<std::ptrdiff_t>(j % rp * s.n), s.n,
+                *ring.flags[b]);
+        ++ring.issued[b];
+    };
+    for (std::size_t dj = 0; dj + 1 < depth && dj < s.r; ++dj) issue(dj);
+    for (std::size_t dj = 0; dj < s.r; ++dj) {
+        const std::size_t b = dj % depth;
+        prog.wait(*ring.flags[b], ring.issued[b]);        // the GET of column j0 + dj is complete
+        if (dj + depth - 1 < s.r) issue(dj + depth - 1);  // into the buffer freed last step
+        rank1_update(s, d.v[b], (j0 + dj) % s.r, d.b.get(), d.c.get(),
                      [&](std::size_t k) { prog.between_columns(k); });
     }
 }
@@ -306,12 +328,11 @@ double timed(am::context& ctx, Body&& body) {
 // starts from a zeroed C, written just before it.
 samples measure(am::context& ctx, const options& o, const shape& s, rank_data& d,
                 const progress& prog) {
-    am::counter flag(ctx);
-    std::uint64_t issued = 0;
+    get_ring ring(ctx, o.depth);
     const std::size_t j0 = static_cast<std::size_t>(ctx.rank()) * s.rp();
     auto split_c = [&] {
         std::fill_n(d.c.get(), s.mp() * s.n, 0.0);
-        return timed(ctx, [&] { multiply_split_c(ctx, s, d, flag, issued, prog); });
+        return timed(ctx, [&] { multiply_split_c(ctx, s, d, ring, prog); });
     };
     auto compute = [&] {
         std::fill_n(d.c_compute.get(), s.mp() * s.n, 0.0);
@@ -454,7 +475,7 @@ void run_rank(am::context& ctx, const options& o) {
     for (const shape& s : all) validate(s);
     if (ctx.rank() == 0) print_header(all.front());
     for (const shape& s : all) {
-        rank_data d = set_up(ctx, s);
+        rank_data d = set_up(ctx, s, o.depth);
         const samples t = measure(ctx, o, s, d, prog);
         if (ctx.rank() == 0) report(o, s, t);
         ctx.barrier();  // nobody reads A any more
