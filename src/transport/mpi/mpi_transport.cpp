@@ -72,8 +72,8 @@ void mpi_transport::coll_send(const std::uint64_t* acc, std::size_t words, unsig
 }
 
 // Waits for the step's message, combining it into `acc` (or taking it: the unfolding step). The
-// receive is tested on every round and the rank polled every fourth: a whole poll per test
-// slowed the reduction (~1 µs at 2 ranks) with nothing to find in an empty epoch.
+// receive is tested on every round; the rank is polled every fourth round once the step is
+// late (peers that need this rank's progress before they can join are served then).
 std::size_t mpi_transport::coll_recv(std::uint64_t* acc, std::size_t words, unsigned parity,
                                      std::size_t step, const idle_fn& idle) {
     const std::size_t k = parity * _steps.size() + step;
@@ -90,7 +90,11 @@ std::size_t mpi_transport::coll_recv(std::uint64_t* acc, std::size_t words, unsi
                 break;
             }
         }
-        if (idle && ++rounds % 4 == 0 && idle() != 0) backoff = 0;
+        // The rank's poll only once the step is late: with every rank in the collective it
+        // finds nothing and only delays seeing the message (an empty epoch took 2× longer).
+        if (idle && ++rounds > coll_rounds_before_idle && rounds % 4 == 0 && idle() != 0) {
+            backoff = 0;
+        }
         util::backoff(backoff, spin_limit());
     }
     const std::uint64_t* in = &_coll_rbuf[k * tagged_words];
@@ -204,7 +208,11 @@ void mpi_transport::commit_large(std::size_t i, std::size_t bytes) {
 // every `_mpi_every`-th time when the node has peers.
 std::size_t mpi_transport::poll_remote(message_sink& sink) {
     const bool own = !_locking && _commits != _polled_at;
-    if (!own) {
+    // The first send after a poll that was not a send's own leaves at once (a request that the
+    // rank then waits for); sends that follow sends are packed.
+    const bool send_now = !own || !_streaming;
+    _streaming = own;
+    if (send_now) {
         maybe_lock lock(_mutex, _locking);
         send_packs();
     }
@@ -246,10 +254,19 @@ void mpi_transport::progress_sends() {
 }
 
 // Handles posted receives in the order they were posted (the order their messages matched),
-// then messages held behind large ones. The lock is never held while a handler runs.
+// then messages held behind large ones. The lock is never held while a handler runs. One MPI
+// progress call per poll: after an MPI message whose core messages were delivered the poll
+// returns rather than test the next slot (a test that finds nothing runs MPI's progress
+// engine, which a ping-pong would pay before its next send); the slots taken are posted again
+// at the start of the next poll, which a ping-pong reaches while its message travels.
 std::size_t mpi_transport::poll_mpi(message_sink* sink, bool flush) {
     std::size_t handled = 0;
-    for (int budget = recv_slots; budget > 0; --budget) {
+    {
+        maybe_lock lock(_mutex, _locking);
+        for (const int slot : _repost) post(slot);
+        _repost.clear();
+    }
+    for (int budget = recv_slots; budget > 0 && handled == 0; --budget) {
         int slot = -1;
         MPI_Status st;
         {
@@ -271,12 +288,12 @@ std::size_t mpi_transport::poll_mpi(message_sink* sink, bool flush) {
 
 std::size_t mpi_transport::take_slot(int slot, const MPI_Status& st, message_sink* sink,
                                      bool flush) {
-    struct repost {  // the slot goes back to MPI whatever the handler does
+    struct repost {  // the slot goes back to MPI whatever the handler does, at the next poll
         mpi_transport& t;
         int slot;
         ~repost() {
             maybe_lock lock(t._mutex, t._locking);
-            t.post(slot);
+            t._repost.push_back(slot);  // capacity reserved: no allocation
         }
     } again{*this, slot};
     const int source = st.MPI_SOURCE;
@@ -449,6 +466,7 @@ void mpi_transport::release() noexcept {
         MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
     _order.clear();
+    _repost.clear();  // inactive
     for (MPI_Request& r : _rreq) {
         if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
     }

@@ -38,6 +38,8 @@ inline constexpr std::size_t sends_before_test = 16;
 // open, so that back-to-back sends share MPI messages, and polls MPI only every this many
 // times: credits and arriving messages are still seen while a rank streams.
 inline constexpr unsigned mpi_every_while_sending = 16;
+// A collective step tests its receive this many rounds before it polls the rank as well.
+inline constexpr unsigned coll_rounds_before_idle = 64;
 
 /// What the MPI side of a rank has sent, for tests and diagnoses (`mpi_transport::counts`).
 struct send_counts {
@@ -73,6 +75,7 @@ class mpi_transport final : public transport {
         _ring.set_spin_limit(spin_limit());
         _slots.reserve(recv_slots);
         _rreq.assign(recv_slots, MPI_REQUEST_NULL);
+        _repost.reserve(recv_slots);
         // Persistent receives: restarting one (MPI_Start) does not build a request again.
         for (int i = 0; i < recv_slots; ++i) {
             _slots.push_back(std::make_unique<std::byte[]>(slot_bytes));
@@ -338,6 +341,7 @@ class mpi_transport final : public transport {
     std::vector<std::size_t> _open;  // indices of open packs
     std::uint64_t _commits = 0;      // core messages committed to packs
     std::uint64_t _polled_at = 0;    // `_commits` at the end of the last poll
+    bool _streaming = false;         // the last poll was a send's own
     send_counts _counts;
 
     std::vector<MPI_Request> _sreq;  // sends in flight and their buffers
@@ -348,6 +352,7 @@ class mpi_transport final : public transport {
     std::vector<buffer> _slots;  // posted receives
     std::vector<MPI_Request> _rreq;
     std::deque<int> _order;                   // slots in the order they were posted
+    std::vector<int> _repost;                 // slots taken, posted again by the next poll
     std::vector<std::deque<held_msg>> _held;  // per source: messages behind a large one
     std::size_t _held_total = 0;
     bool _finishing = false;                      // no more credits are returned
