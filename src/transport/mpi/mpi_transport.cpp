@@ -79,6 +79,12 @@ std::size_t mpi_transport::coll_recv(std::uint64_t* acc, std::size_t words, unsi
     const std::size_t k = parity * _steps.size() + step;
     unsigned backoff = 0, rounds = 0;
     int count = 0;
+    {
+        // Receives taken by the last collective start while this step's message travels.
+        maybe_lock lock(_mutex, _locking);
+        for (const std::size_t r : _coll_restart) check(MPI_Start(&_coll_rreq[r]), "MPI_Start");
+        _coll_restart.clear();
+    }
     for (;;) {
         {
             maybe_lock lock(_mutex, _locking);
@@ -109,10 +115,8 @@ std::size_t mpi_transport::coll_recv(std::uint64_t* acc, std::size_t words, unsi
         acc[1] = in[1] < acc[1] ? in[1] : acc[1];
         for (std::size_t i = 2; i < got; ++i) acc[i] += in[i];
     }
-    {
-        maybe_lock lock(_mutex, _locking);
-        check(MPI_Start(&_coll_rreq[k]), "MPI_Start");  // for the collective after next
-    }
+    maybe_lock lock(_mutex, _locking);
+    _coll_restart.push_back(k);  // for the collective after next: started by the next wait
     return got > words ? got : words;
 }
 
@@ -146,6 +150,8 @@ void mpi_transport::reduce(coll_id id, const std::uint64_t* in, std::uint64_t* o
 }
 
 void mpi_transport::free_collectives() noexcept {
+    for (const std::size_t r : _coll_restart) MPI_Request_free(&_coll_rreq[r]);  // inactive
+    _coll_restart.clear();
     for (MPI_Request& r : _coll_rreq) {
         if (r == MPI_REQUEST_NULL) continue;
         MPI_Cancel(&r);
