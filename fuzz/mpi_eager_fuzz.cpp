@@ -80,7 +80,7 @@ void check_accepted(int tag, const std::byte* msg, std::size_t len, std::uint64_
             std::uint64_t n = 0;
             FUZZ_CHECK(len == sizeof n);
             std::memcpy(&n, msg, sizeof n);
-            FUZZ_CHECK(m.big_bytes == n && n > mpi::slot_bytes && n <= largest);
+            FUZZ_CHECK(m.big_bytes == n && n > mpi::max_eager && n <= largest);
             FUZZ_CHECK(n <= static_cast<std::uint64_t>(INT_MAX));  // one MPI_Irecv's count
             FUZZ_CHECK(m.bytes.empty());
             return;
