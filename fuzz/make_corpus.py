@@ -52,13 +52,26 @@ def eager(name, tag, data, largest=LARGEST):
     write("mpi_eager", name, bytes([tag]) + struct.pack("<I", largest) + data)
 
 
-eager("valid_message", 0, header(0, SHORT, 2) + struct.pack("<QQ", 7, 8))
-eager("valid_message_empty_lane1", 1, b"")
+def pack(*messages):
+    out = b""
+    for m in messages:
+        out += struct.pack("<II", len(m), 0) + m + b"\0" * (-len(m) % 8)
+    return out
+
+
+SHORT_MSG = header(0, SHORT, 2) + struct.pack("<QQ", 7, 8)
+eager("valid_message", 0, pack(SHORT_MSG))
+eager("valid_pack_mixed_lane1", 1, pack(SHORT_MSG, b"", b"abc", b"m" * 1000, SHORT_MSG))
 eager("valid_big", 2, struct.pack("<Q", 100000))
 eager("valid_credit", 4, struct.pack("<II", 1, 32))
 eager("valid_fail", 5, b"rank 1 failed: deliberate failure")
+eager("invalid_pack_empty", 1, b"")
+eager("invalid_pack_cut", 0, pack(SHORT_MSG) + struct.pack("<II", 100, 0) + b"x" * 8)
+eager("invalid_pack_reserved", 0, struct.pack("<II", 16, 1) + b"y" * 16)
+eager("invalid_pack_header_cut", 0, pack(SHORT_MSG) + b"\x08\0\0")
 eager("invalid_big_short", 3, b"\xff\xff\xff")
+eager("invalid_big_fits", 2, struct.pack("<Q", 8192 + 256 - 8))
 eager("invalid_big_huge", 2, struct.pack("<Q", 1 << 40))
 eager("invalid_credit_lane", 4, struct.pack("<II", 7, 32))
 eager("invalid_tag", 6, b"x")
-eager("invalid_longer_than_slot", 0, b"s" * (8192 + 256 + 1))
+eager("invalid_longer_than_slot", 0, pack(b"s" * (8192 + 256 - 8)) + b"\0" * 8)

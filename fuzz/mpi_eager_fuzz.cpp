@@ -8,9 +8,11 @@
 //
 // The bytes are a heap block of exactly their size (AddressSanitizer catches reads outside
 // it). The target asserts what parse_eager promises for an accepted message (the spans inside
-// the buffer, the kind and lane the tag says, the fixed-size messages of exactly their size
-// and their fields in range) and that it accepts every core message and failure reason that
-// fits a slot.
+// the buffer, the kind and lane the tag says, a pack's records walked by record_at in bounds,
+// `count` of them, each header's reserved word zero, together covering the message; the
+// fixed-size messages of exactly their size and their fields in range), that it accepts every
+// failure reason that fits a slot, and that a pack re-built from the records it accepted is
+// accepted again with the same records.
 #include "fuzz_check.hpp"
 #include "transport/mpi/eager_format.hpp"
 
@@ -19,23 +21,55 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 namespace mpi = am::transport::mpi;
 
 namespace {
 
+// Walks an accepted pack as the transport does, reading every byte of every record (the core
+// reads all of it), and re-packs the records: the copy must parse to the same records.
+void check_pack_records(const std::byte* msg, std::size_t len, const mpi::eager_message& m) {
+    std::vector<std::byte> again;
+    std::uint32_t n = 0;
+    for (std::size_t at = 0; at < len; ++n) {
+        FUZZ_CHECK(at % 8 == 0 && at + mpi::record_header <= len);
+        std::uint32_t w[2];
+        std::memcpy(w, msg + at, sizeof w);
+        FUZZ_CHECK(w[1] == 0);
+        const mpi::pack_record r = mpi::record_at(m.bytes, at);
+        FUZZ_CHECK(r.message.data() == msg + at + mpi::record_header);
+        FUZZ_CHECK(r.message.size() == w[0] && r.message.data() + w[0] <= msg + len);
+        FUZZ_CHECK(r.next > at && r.next <= len);
+        const std::size_t start = again.size();
+        again.resize(start + mpi::record_header + mpi::padded(w[0]), std::byte{0});
+        std::memcpy(again.data() + start, w, sizeof w);
+        if (w[0] != 0)
+            std::memcpy(again.data() + start + mpi::record_header, r.message.data(), w[0]);
+        at = r.next;
+    }
+    FUZZ_CHECK(n == m.count && n >= 1);
+    if (again.size() > mpi::slot_bytes) again.resize(len);  // only the last padding may exceed
+    mpi::eager_message m2;
+    FUZZ_CHECK(mpi::parse_eager(mpi::tag_msg, again.data(), again.size(), 0, m2) == nullptr);
+    FUZZ_CHECK(m2.count == m.count);
+}
+
 void check_accepted(int tag, const std::byte* msg, std::size_t len, std::uint64_t largest,
                     const mpi::eager_message& m) {
     FUZZ_CHECK(len <= mpi::slot_bytes);
     switch (m.kind) {
-        case mpi::eager_kind::message:
+        case mpi::eager_kind::message: {
+            FUZZ_CHECK(tag == mpi::tag_msg || tag == mpi::tag_msg + 1);
+            FUZZ_CHECK(m.lane == static_cast<unsigned>(tag - mpi::tag_msg));
+            FUZZ_CHECK(m.bytes.data() == msg && m.bytes.size() == len && len != 0);
+            check_pack_records(msg, len, m);
+            return;
+        }
         case mpi::eager_kind::fail: {
-            const bool is_message = m.kind == mpi::eager_kind::message;
-            FUZZ_CHECK(is_message ? (tag == mpi::tag_msg || tag == mpi::tag_msg + 1)
-                                  : tag == mpi::tag_fail);
-            if (is_message) FUZZ_CHECK(m.lane == static_cast<unsigned>(tag - mpi::tag_msg));
+            FUZZ_CHECK(tag == mpi::tag_fail);
             FUZZ_CHECK(m.bytes.data() == msg && m.bytes.size() == len);
-            // The core (or the failure reason's reader) reads all of it.
+            // The failure reason's reader reads all of it.
             auto copy = std::make_unique<std::byte[]>(len);
             if (len != 0) std::memcpy(copy.get(), m.bytes.data(), m.bytes.size());
             return;
@@ -46,7 +80,7 @@ void check_accepted(int tag, const std::byte* msg, std::size_t len, std::uint64_
             std::uint64_t n = 0;
             FUZZ_CHECK(len == sizeof n);
             std::memcpy(&n, msg, sizeof n);
-            FUZZ_CHECK(m.big_bytes == n && n > mpi::slot_bytes && n <= largest);
+            FUZZ_CHECK(m.big_bytes == n && n > mpi::max_eager && n <= largest);
             FUZZ_CHECK(n <= static_cast<std::uint64_t>(INT_MAX));  // one MPI_Irecv's count
             FUZZ_CHECK(m.bytes.empty());
             return;
@@ -84,9 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     FUZZ_CHECK(why[0] != '\0');
-    // Core messages and failure reasons that fit a slot are never refused.
-    const bool always_valid =
-        tag == mpi::tag_msg || tag == mpi::tag_msg + 1 || tag == mpi::tag_fail;
-    FUZZ_CHECK(!(always_valid && len <= mpi::slot_bytes));
+    // Failure reasons that fit a slot are never refused.
+    FUZZ_CHECK(!(tag == mpi::tag_fail && len <= mpi::slot_bytes));
     return 0;
 }

@@ -13,6 +13,11 @@
 //   am_mpi_malformed big_data_short   a large message of 100 bytes where 10000 were announced
 //   am_mpi_malformed credit_lane      a credit return for lane 7
 //   am_mpi_malformed credit_overflow  64 credits returned for a lane that lent none
+//   am_mpi_malformed pack_cut         a pack whose second record claims more bytes than follow
+//   am_mpi_malformed pack_reserved    a pack record header with its reserved word set
+//   am_mpi_malformed pack_empty       a pack of no record (0 bytes)
+// A pack is checked whole before any of it is delivered: the valid first record of pack_cut
+// never reaches the core.
 //
 // Rank 1 mirrors, call for call, the collectives by which am sets up a job
 // (src/transport/mpi/launch.cpp `job::job`, node.cpp `make_node`): change it with them.
@@ -32,7 +37,7 @@
 namespace {
 
 // The protocol's tags (eager_format.hpp).
-constexpr int tag_big = 2, tag_credit = 4;
+constexpr int tag_msg = 0, tag_big = 2, tag_credit = 4;
 
 // Rank 1: am's set-up collectives with node size 1; returns am's two communicators.
 void forge_setup(MPI_Comm& comm, MPI_Comm& data) {
@@ -78,6 +83,15 @@ int forge(const std::string& mode) {
     } else if (mode == "credit_overflow") {
         const std::uint32_t w[2] = {0, 64};  // rank 0 has sent nothing: all 64 are still there
         send(w, 8, tag_credit, comm);
+    } else if (mode == "pack_cut") {
+        // A valid record of 16 bytes, then one that claims 100 and has 8.
+        const std::uint32_t w[10] = {16, 0, 1, 2, 3, 4, 100, 0, 5, 6};
+        send(w, sizeof w, tag_msg, comm);
+    } else if (mode == "pack_reserved") {
+        const std::uint32_t w[6] = {16, 1, 1, 2, 3, 4};
+        send(w, sizeof w, tag_msg + 1, comm);
+    } else if (mode == "pack_empty") {
+        send(nullptr, 0, tag_msg, comm);
     } else {
         std::fprintf(stderr, "am_mpi_malformed: unknown mode %s\n", mode.c_str());
         MPI_Abort(MPI_COMM_WORLD, 2);

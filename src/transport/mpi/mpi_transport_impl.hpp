@@ -34,6 +34,20 @@ inline constexpr int recv_slots = 64;
 // Completed sends are collected once this many are in flight (or when buffers run out):
 // every MPI call runs MPI's progress engine, so a poll makes one call when it can.
 inline constexpr std::size_t sends_before_test = 16;
+// A send's own poll (the core polls after every send from the rank's code) keeps the packs
+// open, so that back-to-back sends share MPI messages, and polls MPI only every this many
+// times: credits and arriving messages are still seen while a rank streams.
+inline constexpr unsigned mpi_every_while_sending = 16;
+// A collective step tests its receive this many rounds before it polls the rank as well.
+inline constexpr unsigned coll_rounds_before_idle = 64;
+
+/// What the MPI side of a rank has sent, for tests and diagnoses (`mpi_transport::counts`).
+struct send_counts {
+    std::uint64_t core_messages = 0;  // core messages sent in packs
+    std::uint64_t packs = 0;          // MPI messages that carried them
+    std::uint64_t large = 0;          // core messages announced and sent on `_data`
+    std::uint64_t full_flushes = 0;   // packs sent because the next message did not fit
+};
 
 using util::maybe_lock;  // locks only when a progress thread shares the transport
 
@@ -50,20 +64,29 @@ class mpi_transport final : public transport {
           _locking(locking),
           _credits(static_cast<std::size_t>(size) * num_lanes, credits_per_peer),
           _consumed(static_cast<std::size_t>(size) * num_lanes, 0),
+          _packs(static_cast<std::size_t>(size) * num_lanes),
           _held(static_cast<std::size_t>(size)),
           _sent(static_cast<std::size_t>(size), 0),
           _received(static_cast<std::size_t>(size), 0),
           _remote(nd.global_of.size() < static_cast<std::size_t>(size)),
-          _mpi_every(nd.global_of.size() > 1 ? 4 : 1) {
+          _mpi_every(nd.global_of.size() > 1 ? 4 : 1),
+          _alone(nd.global_of.size() == 1) {
         ring::region(nd.base).info(nd.me).pid.store(getpid());
         set_spin_limit(util::spin_rounds_for(nd.host_size));
         _ring.set_spin_limit(spin_limit());
         _slots.reserve(recv_slots);
         _rreq.assign(recv_slots, MPI_REQUEST_NULL);
+        _repost.reserve(recv_slots);
+        // Persistent receives: restarting one (MPI_Start) does not build a request again.
         for (int i = 0; i < recv_slots; ++i) {
             _slots.push_back(std::make_unique<std::byte[]>(slot_bytes));
+            check(MPI_Recv_init(_slots.back().get(), static_cast<int>(slot_bytes), MPI_BYTE,
+                                MPI_ANY_SOURCE, MPI_ANY_TAG, _comm,
+                                &_rreq[static_cast<std::size_t>(i)]),
+                  "MPI_Recv_init");
             post(i);
         }
+        init_collectives();
     }
 
     ~mpi_transport() override { release(); }
@@ -76,38 +99,53 @@ class mpi_transport final : public transport {
         const int l = _node.local_of[static_cast<std::size_t>(dest)];
         if (l >= 0) return _ring.try_reserve(l, lane, bytes);
         maybe_lock lock(_mutex, _locking);
-        if (_credits[index(dest, lane)] == 0) return nullptr;
-        _reserved = take_buffer(bytes);
-        return _reserved.get();
+        const std::size_t i = index(dest, lane);
+        if (bytes > max_eager) [[unlikely]]
+            return reserve_large(i, bytes);
+        pack& p = _packs[i];
+        if (p.buf && p.fill + record_header + bytes > slot_bytes) {
+            ++_counts.full_flushes;
+            send_pack(i);
+        }
+        if (!p.buf && !open_pack(i)) return nullptr;
+        p.reserved = true;
+        return p.buf.get() + p.fill + record_header;
     }
 
     void commit(int dest, unsigned lane, std::byte* msg, std::size_t bytes) override {
         const int l = _node.local_of[static_cast<std::size_t>(dest)];
         if (l >= 0) return _ring.commit(l, lane, msg, bytes);
         maybe_lock lock(_mutex, _locking);
-        --_credits[index(dest, lane)];
-        if (bytes <= slot_bytes) {
-            isend(std::move(_reserved), bytes, dest, tag_msg + static_cast<int>(lane), _comm);
-            return;
-        }
-        buffer head = take_buffer(8);
-        const std::uint64_t n = bytes;
-        std::memcpy(head.get(), &n, 8);
-        isend(std::move(head), 8, dest, tag_big + static_cast<int>(lane), _comm);
-        isend(std::move(_reserved), bytes, dest, 0, _data);
+        const std::size_t i = index(dest, lane);
+        if (bytes > max_eager) [[unlikely]]
+            return commit_large(i, bytes);
+        pack& p = _packs[i];
+        const std::uint32_t w[2] = {static_cast<std::uint32_t>(bytes), 0};
+        std::memcpy(msg - record_header, w, sizeof w);
+        p.fill += record_header + padded(bytes);
+        ++p.count;
+        p.reserved = false;
+        ++_commits;
+        if (p.flush_wanted) send_pack(i);  // a poll on another thread wanted it sent
     }
 
+    // Packs are sent by every poll but a send's own: the core polls right after each send from
+    // the rank's code, and a poll with no send since the previous one is a wait (or an explicit
+    // poll), which must not find anything held. With a progress thread every poll sends them.
     std::size_t poll(message_sink& sink) override {
         if (job_failed()) [[unlikely]]
             throw_failed();
+        // A send's own poll while the rank streams, on a node of this rank alone (whose rings
+        // carry only its messages to itself): nothing to do but count until MPI's turn.
+        if (_alone && _streaming && !_locking && _commits != _polled_at &&
+            _tick + 1 < mpi_every_while_sending) {
+            ++_tick;
+            _polled_at = _commits;
+            return 0;
+        }
         node_sink local(sink, _node.global_of);
         std::size_t handled = _ring.poll(local);
-        // Node peers must not pay an MPI call on every poll: MPI is polled every
-        // `_mpi_every`-th time when the node has peers, every time when it has none.
-        if (_remote && ++_tick >= _mpi_every) {
-            _tick = 0;
-            handled += poll_mpi(&sink);
-        }
+        if (_remote) handled += poll_remote(sink);
         if (job_failed()) [[unlikely]]
             throw_failed();
         return handled;
@@ -121,6 +159,8 @@ class mpi_transport final : public transport {
     void barrier(coll kind, const idle_fn& idle) override {
         reduce(next_collective(kind, 0), nullptr, nullptr, 0, idle);
     }
+    /// What this rank has sent through MPI so far.
+    [[nodiscard]] send_counts counts() const noexcept { return _counts; }
 
     void allgather(coll kind, const void* in, void* out, std::size_t bytes, const idle_fn& idle,
                    const done_fn& gathered) override {
@@ -169,7 +209,22 @@ class mpi_transport final : public transport {
         buffer bytes;
         std::size_t len = 0;
         unsigned lane = 0;
+        bool credit = false;                 // the last message of its MPI message
         MPI_Request req = MPI_REQUEST_NULL;  // a large message still arriving on `_data`
+    };
+    /// The open pack to one (destination, lane).
+    struct pack {
+        buffer buf;                 // null: none open
+        std::size_t fill = 0;       // bytes of committed records
+        std::uint32_t count = 0;    // records
+        bool reserved = false;      // a message is being written after them
+        bool flush_wanted = false;  // send it at its commit (a poll found it reserved)
+        std::size_t at = 0;         // its place in `_open`
+    };
+    /// The collectives' point-to-point steps (recursive doubling, mpi_transport.cpp).
+    struct coll_step {
+        int peer = -1;
+        bool send = false, recv = false;
     };
 
     void reduce(coll_id id, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
@@ -178,9 +233,12 @@ class mpi_transport final : public transport {
     static std::size_t index(int rank, unsigned lane) noexcept {
         return static_cast<std::size_t>(rank) * num_lanes + lane;
     }
+    // Buffers of sends come back in batches (`progress_sends` once `sends_before_test` are in
+    // flight): until then the pool grows instead of testing the sends on every take, which
+    // cost a ping-pong an MPI_Testsome (~250 instructions) per message.
     buffer take_buffer(std::size_t bytes) {
         if (bytes <= slot_bytes) {
-            if (_free.empty()) progress_sends();
+            if (_free.empty() && _sreq.size() >= sends_before_test) progress_sends();
             if (!_free.empty()) {
                 buffer b = std::move(_free.back());
                 _free.pop_back();
@@ -188,7 +246,7 @@ class mpi_transport final : public transport {
             }
             bytes = slot_bytes;
         }
-        return std::make_unique<std::byte[]>(bytes);
+        return std::make_unique_for_overwrite<std::byte[]>(bytes);
     }
     void give_back(buffer b, std::size_t bytes) {
         if (bytes <= slot_bytes && _free.size() < 256) _free.push_back(std::move(b));
@@ -196,20 +254,51 @@ class mpi_transport final : public transport {
     void isend(buffer b, std::size_t bytes, int dest, int tag, MPI_Comm comm);
     void progress_sends();
     void post(int slot) {
-        check(MPI_Irecv(_slots[static_cast<std::size_t>(slot)].get(), static_cast<int>(slot_bytes),
-                        MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, _comm,
-                        &_rreq[static_cast<std::size_t>(slot)]),
-              "MPI_Irecv");
+        check(MPI_Start(&_rreq[static_cast<std::size_t>(slot)]), "MPI_Start");
         _order.push_back(slot);
     }
-    std::size_t poll_mpi(message_sink* sink);
-    std::size_t take_slot(int slot, const MPI_Status& st, message_sink* sink);
+    bool open_pack(std::size_t i) {
+        if (_credits[i] == 0) return false;
+        --_credits[i];
+        pack& p = _packs[i];
+        p.buf = take_buffer(slot_bytes);
+        p.fill = 0;
+        p.count = 0;
+        p.flush_wanted = false;
+        p.at = _open.size();
+        _open.push_back(i);
+        return true;
+    }
+    void send_pack(std::size_t i);
+    /// Sends every open pack; with a progress thread, one being written is sent by its commit.
+    void send_packs() {
+        for (std::size_t k = _open.size(); k-- > 0;) {
+            const std::size_t i = _open[k];
+            if (_packs[i].reserved) [[unlikely]] {
+                _packs[i].flush_wanted = true;
+                continue;
+            }
+            send_pack(i);  // moves the last open pack (visited already) to k
+        }
+    }
+    std::byte* reserve_large(std::size_t i, std::size_t bytes);
+    void commit_large(std::size_t i, std::size_t bytes);
+    std::size_t poll_remote(message_sink& sink);
+    void init_collectives();
+    void free_collectives() noexcept;
+    void coll_send(const std::uint64_t* acc, std::size_t words, unsigned parity, std::size_t step);
+    std::size_t coll_recv(std::uint64_t* acc, std::size_t words, unsigned parity, std::size_t step,
+                          const idle_fn& idle);
+    /// Handles what arrived; `flush`: sends the packs after each MPI message's handlers ran.
+    std::size_t poll_mpi(message_sink* sink, bool flush = false);
+    std::size_t take_slot(int slot, const MPI_Status& st, message_sink* sink, bool flush);
     /// What `file` made of an arrived message.
     struct filing {
         bool deliver = false;         // a core message to hand to the core now
         const char* error = nullptr;  // the message breaks the protocol: why
     };
     filing file(int source, const eager_message& m, bool can_deliver);
+    void hold(std::size_t src, std::span<const std::byte> bytes, unsigned lane, bool credit);
     [[noreturn]] void malformed(int source, const std::string& what);
     std::size_t drain_held(message_sink* sink);
     void consumed(int source, unsigned lane);
@@ -258,8 +347,14 @@ class mpi_transport final : public transport {
 
     std::vector<std::uint32_t> _credits;   // [peer * lanes + lane]: sends allowed now
     std::vector<std::uint32_t> _consumed;  // [peer * lanes + lane]: not yet returned
-    buffer _reserved;
+    buffer _reserved;                      // a large message being written
     std::vector<buffer> _free;
+    std::vector<pack> _packs;        // [peer * lanes + lane]
+    std::vector<std::size_t> _open;  // indices of open packs
+    std::uint64_t _commits = 0;      // core messages committed to packs
+    std::uint64_t _polled_at = 0;    // `_commits` at the end of the last poll
+    bool _streaming = false;         // the last poll was a send's own
+    send_counts _counts;
 
     std::vector<MPI_Request> _sreq;  // sends in flight and their buffers
     std::vector<buffer> _sbuf;
@@ -269,6 +364,7 @@ class mpi_transport final : public transport {
     std::vector<buffer> _slots;  // posted receives
     std::vector<MPI_Request> _rreq;
     std::deque<int> _order;                   // slots in the order they were posted
+    std::vector<int> _repost;                 // slots taken, posted again by the next poll
     std::vector<std::deque<held_msg>> _held;  // per source: messages behind a large one
     std::size_t _held_total = 0;
     bool _finishing = false;                      // no more credits are returned
@@ -276,7 +372,15 @@ class mpi_transport final : public transport {
     bool _remote;                                 // some peers are reached through MPI
     unsigned _mpi_every;                          // polls per MPI poll
     unsigned _tick = 0;
+    bool _alone;                 // the node is this rank only
     std::uint64_t _largest = 0;  // announced large messages are at most this
+
+    // Collectives: persistent receives per step and parity of the sequence number (a peer is
+    // at most one collective ahead), sends per step and parity.
+    std::vector<coll_step> _steps;
+    std::vector<MPI_Request> _coll_rreq, _coll_sreq;    // [parity * steps + step]
+    std::vector<std::uint64_t> _coll_rbuf, _coll_sbuf;  // tagged_words per request
+    std::vector<std::size_t> _coll_restart;  // receives taken, started again by the next wait
     const std::thread::id _owner = std::this_thread::get_id();  // the thread of the job
 };
 

@@ -23,15 +23,9 @@ constexpr std::size_t name_bytes = 64;
 
 node::~node() {
     if (private_base != nullptr) munmap(private_base, private_bytes);
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized) return;
-    if (tagged_op != MPI_OP_NULL) MPI_Op_free(&tagged_op);
-    if (tagged_type != MPI_DATATYPE_NULL) MPI_Type_free(&tagged_type);
 }
 
 void make_node(MPI_Comm comm, const config& cfg, int rank, int size, node& nd) {
-    create_tagged_reduction(nd.tagged_type, nd.tagged_op);
     MPI_Comm host = MPI_COMM_NULL, group = MPI_COMM_NULL;
     check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host),
           "MPI_Comm_split_type");

@@ -28,9 +28,6 @@ struct node {
     void* private_base = nullptr;  // a node of one: anonymous memory
     std::size_t private_bytes = 0;
     std::byte* base = nullptr;
-    // One element of `tagged_words` counters and its operation (the collectives' reduction).
-    MPI_Datatype tagged_type = MPI_DATATYPE_NULL;
-    MPI_Op tagged_op = MPI_OP_NULL;
 
     node() = default;
     node(const node&) = delete;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Setting MPI up for a job: initialisation, thread level, the bootstrap collectives' reduction.
+// Setting MPI up for a job: initialisation and thread level.
 #include "setup.hpp"
 
 #include "check.hpp"
@@ -30,16 +30,6 @@ extern "C" void finalize_at_exit() {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Finalize();
-}
-
-extern "C" void combine_tagged(void* in, void* inout, int* len, MPI_Datatype*) {
-    const auto* a = static_cast<const std::uint64_t*>(in);
-    auto* b = static_cast<std::uint64_t*>(inout);
-    for (int e = 0; e < *len; ++e, a += tagged_words, b += tagged_words) {
-        b[0] = a[0] < b[0] ? a[0] : b[0];
-        b[1] = a[1] < b[1] ? a[1] : b[1];
-        for (std::size_t i = 2; i < tagged_words; ++i) b[i] += a[i];
-    }
 }
 
 }  // namespace
@@ -76,13 +66,6 @@ void ensure_initialized(bool progress_thread) {
                         ": call am::run from the thread that initialised MPI, or initialise "
                         "MPI with MPI_Init_thread at MPI_THREAD_SERIALIZED or above");
     }
-}
-
-void create_tagged_reduction(MPI_Datatype& type, MPI_Op& op) {
-    check(MPI_Type_contiguous(static_cast<int>(tagged_words), MPI_UINT64_T, &type),
-          "MPI_Type_contiguous");
-    check(MPI_Type_commit(&type), "MPI_Type_commit");
-    check(MPI_Op_create(&combine_tagged, 1, &op), "MPI_Op_create");
 }
 
 }  // namespace am::transport::mpi

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Setting MPI up for a job: initialisation and thread level, and the reduction that every
-// bootstrap collective is (setup.cpp).
+// Setting MPI up for a job: initialisation and thread level (setup.cpp), and the size of the
+// reduction that every bootstrap collective is.
 #pragma once
 
 #include "../transport.hpp"
@@ -17,11 +17,7 @@ namespace am::transport::mpi {
 void ensure_initialized(bool progress_thread);
 
 // Words of a collective's reduction: the minimum and the complemented maximum of the ranks'
-// collective words, then the counters to sum.
+// collective words, then the counters to sum (mpi_transport.cpp, `reduce`).
 inline constexpr std::size_t tagged_words = 2 + transport::max_reduce_words;
-
-/// Creates one element of `tagged_words` counters (`type`) and its reduction (`op`): minimum
-/// of the first two words, sum of the others.
-void create_tagged_reduction(MPI_Datatype& type, MPI_Op& op);
 
 }  // namespace am::transport::mpi
