@@ -452,7 +452,10 @@ void mpi_transport::finish() {
     }
     std::vector<std::uint64_t> expected(_sent.size(), 0);
     MPI_Request r = MPI_REQUEST_NULL;
-    check(MPI_Ialltoall(_sent.data(), 1, MPI_UINT64_T, expected.data(), 1, MPI_UINT64_T, _comm, &r),
+    // On `_data`, not `_comm`: MPICH 4.0.2's MPI_Ialltoall sends a message to its own rank that
+    // a wildcard receive on the same communicator takes (`_comm` has those; `_data`'s receives
+    // name a peer, never this rank).
+    check(MPI_Ialltoall(_sent.data(), 1, MPI_UINT64_T, expected.data(), 1, MPI_UINT64_T, _data, &r),
           "MPI_Ialltoall");
     wait(r, [this] { return poll_mpi(nullptr); });
     unsigned backoff = 0;
