@@ -20,7 +20,7 @@ context_impl::context_impl(transport::transport& tp, const config& cfg)
     _max_medium = cfg.max_medium < room ? cfg.max_medium : room;
     _header_base = static_cast<std::uint64_t>(_rank) << 32;
     _locking = cfg.thread_multiple;
-    _fast = _ring != nullptr && !cfg.progress_thread && !cfg.thread_multiple;
+    _fast = !cfg.progress_thread && !cfg.thread_multiple;
     update_slow_path();
     _saved_frame = t_frame;
     t_frame = frame_of(this, home_mark);

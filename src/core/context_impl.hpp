@@ -185,7 +185,7 @@ class context_impl final : public transport::message_sink {
     // The transport again when it is the ring transport (threads, shm): the hot paths call it
     // directly so its ring operations inline; every other transport goes through `_tp`.
     transport::ring::ring_transport* _ring;
-    bool _fast = false;  // _ring set and no progress thread: no locks on the hot path
+    bool _fast = false;  // no progress thread, no thread_multiple: no locks on the hot path
     context _front;
     int _rank;
     int _size;

@@ -236,14 +236,25 @@ void context_impl::send_short(int dest, std::uint32_t handler, const std::uint64
     if (!ok) [[unlikely]]
         return send_short_slow(dest, Lane, handler, N, args);
     constexpr std::size_t bytes = fixed_bytes(N);
-    transport::ring::producer& out = _ring->out(dest, Lane);
-    std::byte* p = out.reserve(bytes);
-    if (p == nullptr) [[unlikely]]
-        return send_short_slow(dest, Lane, handler, N, args);
     const std::uint64_t header = _header_base | (std::uint64_t{N} << 24) | handler;
-    std::memcpy(p, &header, 8);
-    if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
-    out.commit(p, bytes);
+    if (_ring != nullptr) [[likely]] {
+        transport::ring::producer& out = _ring->out(dest, Lane);
+        std::byte* p = out.reserve(bytes);
+        if (p == nullptr) [[unlikely]]
+            return send_short_slow(dest, Lane, handler, N, args);
+        std::memcpy(p, &header, 8);
+        if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
+        out.commit(p, bytes);
+    } else {
+        // Any other transport (mpi): the same checks passed, so straight to its reserve and
+        // commit, skipping the general path's descriptor and validation.
+        std::byte* p = _tp.try_reserve(dest, Lane, bytes);
+        if (p == nullptr) [[unlikely]]
+            return send_short_slow(dest, Lane, handler, N, args);
+        std::memcpy(p, &header, 8);
+        if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
+        _tp.commit(dest, Lane, p, bytes);
+    }
     bump(_table.counters(handler).sent);
     if (Lane == 0 && frame != frame_of(this, 0)) poll_after_send();  // not from a handler
 }
