@@ -18,13 +18,7 @@ std::size_t context_impl::run_deferred() {
 }
 
 void context_impl::poll_after_send() {
-    // Every send from the rank's own code makes progress: the ring scan alone on the ring
-    // transports, a whole poll on the others.
-    if (_ring != nullptr) {
-        (void)_ring->poll_into(*this);
-    } else {
-        (void)poll_locked();
-    }
+    (void)_ring->poll_into(*this);  // every send from the rank's own code makes progress
 }
 
 std::size_t core_poll(context_impl* c) {

@@ -160,6 +160,9 @@ class context_impl final : public transport::message_sink {
     void flush_pending();
     void count_sent(const send_desc& d) noexcept;
     [[gnu::noinline]] void poll_after_send();
+    template <unsigned N, unsigned Lane>
+    [[gnu::noinline]] void send_short_other(int dest, std::uint32_t handler,
+                                            const std::uint64_t* args, std::uintptr_t frame);
     [[gnu::cold]] void send_short_slow(int dest, unsigned lane, std::uint32_t handler,
                                        unsigned nargs, const std::uint64_t* args);
     [[nodiscard]] std::uint64_t total_sent() const noexcept;

@@ -218,6 +218,24 @@ void context_impl::send(const send_desc& d, bool reply) {
     }
 }
 
+// The short-message fast path on a transport other than the rings (mpi): send_short's checks
+// passed, so straight to the transport's reserve and commit, skipping the general path's
+// descriptor and validation. Out of line so that the ring path keeps its registers.
+template <unsigned N, unsigned Lane>
+void context_impl::send_short_other(int dest, std::uint32_t handler, const std::uint64_t* args,
+                                    std::uintptr_t frame) {
+    constexpr std::size_t bytes = fixed_bytes(N);
+    std::byte* p = _tp.try_reserve(dest, Lane, bytes);
+    if (p == nullptr) [[unlikely]]
+        return send_short_slow(dest, Lane, handler, N, args);
+    const std::uint64_t header = _header_base | (std::uint64_t{N} << 24) | handler;
+    std::memcpy(p, &header, 8);
+    if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
+    _tp.commit(dest, Lane, p, bytes);
+    bump(_table.counters(handler).sent);
+    if (Lane == 0 && frame != frame_of(this, 0)) (void)poll_locked();  // not from a handler
+}
+
 template <unsigned N, unsigned Lane>
 void context_impl::send_short(int dest, std::uint32_t handler, const std::uint64_t* args) {
     // Everything the generic path checks, in the fewest instructions: a destination in range,
@@ -235,26 +253,17 @@ void context_impl::send_short(int dest, std::uint32_t handler, const std::uint64
                     _slow_path.load(std::memory_order_relaxed) == 0;
     if (!ok) [[unlikely]]
         return send_short_slow(dest, Lane, handler, N, args);
+    if (_ring == nullptr) [[unlikely]]
+        return send_short_other<N, Lane>(dest, handler, args, frame);
     constexpr std::size_t bytes = fixed_bytes(N);
+    transport::ring::producer& out = _ring->out(dest, Lane);
+    std::byte* p = out.reserve(bytes);
+    if (p == nullptr) [[unlikely]]
+        return send_short_slow(dest, Lane, handler, N, args);
     const std::uint64_t header = _header_base | (std::uint64_t{N} << 24) | handler;
-    if (_ring != nullptr) [[likely]] {
-        transport::ring::producer& out = _ring->out(dest, Lane);
-        std::byte* p = out.reserve(bytes);
-        if (p == nullptr) [[unlikely]]
-            return send_short_slow(dest, Lane, handler, N, args);
-        std::memcpy(p, &header, 8);
-        if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
-        out.commit(p, bytes);
-    } else {
-        // Any other transport (mpi): the same checks passed, so straight to its reserve and
-        // commit, skipping the general path's descriptor and validation.
-        std::byte* p = _tp.try_reserve(dest, Lane, bytes);
-        if (p == nullptr) [[unlikely]]
-            return send_short_slow(dest, Lane, handler, N, args);
-        std::memcpy(p, &header, 8);
-        if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
-        _tp.commit(dest, Lane, p, bytes);
-    }
+    std::memcpy(p, &header, 8);
+    if constexpr (N != 0) std::memcpy(p + 8, args, 8 * N);
+    out.commit(p, bytes);
     bump(_table.counters(handler).sent);
     if (Lane == 0 && frame != frame_of(this, 0)) poll_after_send();  // not from a handler
 }
