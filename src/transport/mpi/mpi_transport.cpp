@@ -231,7 +231,9 @@ std::size_t mpi_transport::poll_remote(message_sink& sink) {
         maybe_lock lock(_mutex, _locking);
         send_packs();
     }
-    _polled_at = _commits;
+    // Only without a progress thread (`own` is false with one): `_commits` is then written by
+    // this thread alone, while with one the sending thread writes it under `_mutex`.
+    if (!_locking) _polled_at = _commits;
     return handled;
 }
 
