@@ -97,16 +97,7 @@ void leave_mpi_job() {
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     }
-    for (const std::string& e : env) {
-        const std::size_t eq = e.find('=');
-        setenv(e.substr(0, eq).c_str(), eq == std::string::npos ? "" : e.c_str() + eq + 1, 1);
-    }
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "bench: cannot run %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
+    exec_with_env(argv, env, "bench");
 }
 
 // Reads the child's stdout: result lines go to the reporter, anything else to stderr.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "child_process.hpp"
 
+#include "sys.hpp"
+
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -41,16 +43,7 @@ bool child_process::start(std::vector<std::string> argv, int out_fd, int cpu,
             CPU_SET(cpu, &one);
             sched_setaffinity(0, sizeof one, &one);
         }
-        for (const std::string& e : env) {
-            const std::size_t eq = e.find('=');
-            setenv(e.substr(0, eq).c_str(), eq == std::string::npos ? "" : e.c_str() + eq + 1, 1);
-        }
-        std::vector<char*> args;
-        for (std::string& a : argv) args.push_back(a.data());
-        args.push_back(nullptr);
-        execv(args[0], args.data());
-        std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
-        _exit(127);
+        exec_with_env(argv, env, "bench");
     }
     setpgid(pid, pid);  // also here, so that the group exists before any kill
     _pid = pid;

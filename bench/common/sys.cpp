@@ -2,7 +2,9 @@
 #include "sys.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -139,6 +141,20 @@ void shared_results::add(const result& r) {
 std::vector<result> shared_results::take() const {
     const std::size_t n = _b->count.load(std::memory_order_acquire);
     return std::vector<result>(items(), items() + n);
+}
+
+void exec_with_env(std::vector<std::string>& argv, const std::vector<std::string>& env,
+                   const char* who) {
+    for (const std::string& e : env) {
+        const std::size_t eq = e.find('=');
+        setenv(e.substr(0, eq).c_str(), eq == std::string::npos ? "" : e.c_str() + eq + 1, 1);
+    }
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "%s: cannot run %s: %s\n", who, args[0], std::strerror(errno));
+    _exit(127);
 }
 
 }  // namespace am::bench

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace am::bench {
@@ -26,6 +27,12 @@ inline double seconds_since(bench_clock::time_point t0) {
 
 /// Cores this process may run on.
 int usable_cores();
+
+/// In a forked child: adds `env` ("NAME=value" each) to the environment and runs `argv`
+/// (argv[0] a path, or a name looked up on PATH); if that fails, says so on stderr, naming
+/// `who`, and exits with 127.
+[[noreturn]] void exec_with_env(std::vector<std::string>& argv, const std::vector<std::string>& env,
+                                const char* who);
 
 /// Pins the calling thread to the `index`-th core it may run on (modulo their number).
 /// Returns false (and says why on stderr) when the kernel refuses.

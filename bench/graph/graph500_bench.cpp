@@ -8,6 +8,7 @@
 /// median = ratio of the medians, min = ratio of the minima, max = ratio of the maxima).
 /// Exit status 0, 1 when a run failed or was not validated, 3 when a system is missing.
 #include "common/options.hpp"
+#include "common/sys.hpp"
 #include "graph500_format.hpp"
 
 #include <graph/generator.hpp>
@@ -175,13 +176,7 @@ std::vector<g500::teps_line> run_child(std::vector<std::string> argv,
             setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
             setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
         }
-        for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
-        std::vector<char*> args;
-        for (std::string& a : argv) args.push_back(a.data());
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        std::fprintf(stderr, "graph500_bench: cannot run %s: %s\n", args[0], std::strerror(errno));
-        _exit(127);
+        am::bench::exec_with_env(argv, env, "graph500_bench");
     }
     close(fds[1]);
     std::vector<g500::teps_line> lines;
