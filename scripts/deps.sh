@@ -12,6 +12,7 @@ case "${1:-test}" in
         need="$need ucx-utils"                     # the UCX baseline of am_pingpong, am_flood
         need="$need valgrind"                      # am.bench.instructions_per_roundtrip
         need="$need clang-14 libclang-rt-14-dev"   # clang-14: scripts/fuzz.sh (libFuzzer)
+        need="$need python3-matplotlib"            # am.bench.window.quick: plot_window.py
         need="$need mpich libmpich-dev" ;;         # the MPICH build beside Open MPI's (.ci/run)
   *) echo "usage: $0 demo|test|ci" >&2; exit 2 ;;
 esac

@@ -68,7 +68,7 @@ struct plan {
     uint64_t iters = 200;              // latency: AMs per repetition
     uint64_t ams = 100000;             // throughput: AMs per repetition (all origins)
     uint64_t db = 1024;                // search database keys
-    uint64_t attach = 64 << 10;        // attached buffer at every rank
+    uint64_t attach = 256 << 10;       // attached buffer at every rank
     uint64_t unit = 20;                // figs 4, 5: pipeline unit
     uint64_t large = 400, small = 10;  // fig 6
     uint64_t baseline_max_ranks = 8;   // figs 5, 7: MPI baselines up to this many ranks
@@ -647,7 +647,7 @@ const char* usage =
     "  --large N --small N             fig 6: segments of the alternating AMs (400, 10)\n"
     "  --ops7 search,abssum            fig 7: operations (default search)\n"
     "  --db N                          search database keys (default 1024)\n"
-    "  --attach BYTES                  attached buffer at every rank (default 64K)\n"
+    "  --attach BYTES                  attached buffer at every rank (default 256K)\n"
     "  --no-baseline                   skip the MPI baselines\n"
     "  --baseline-max-ranks N          figs 5, 7: baselines up to N ranks (default 8)\n"
     "  --mpirun PATH                   launcher of the baselines\n";
@@ -694,7 +694,7 @@ plan parse(int argc, char** argv) {
     p.small = a.count("--small", 10);
     p.ops7 = split(a.get("--ops7", "search"));
     p.db = a.count("--db", 1024);
-    p.attach = a.count("--attach", 64 << 10);
+    p.attach = a.count("--attach", 256 << 10);
     p.baseline_max_ranks = a.count("--baseline-max-ranks", 8);
     p.mpirun = a.get("--mpirun", "");
     for (const std::string& f : p.figures) {
