@@ -5,8 +5,10 @@ prints the medians and the goal ratios as Markdown tables.
 
     window_bench ... > window.json
     plot_window.py window.json --out docs/window_figures [--summary] [--expect 3a,3b,...]
+                   [--suffix -threads]
 
-One PNG per figure present in the input: fig3a.png ... fig7.png. Lines that are not JSON
+One PNG per figure present in the input: fig3a.png ... fig7.png (fig5-threads.png with
+--suffix -threads). Lines that are not JSON
 objects with "bench": "window" are ignored. Exit status 1 when a figure named by --expect has
 no data or its PNG was not written; 2 when matplotlib is missing (and PNGs were asked for).
 """
@@ -59,11 +61,11 @@ def err(rs):
     return [[r["median"] - r["min"] for r in rs], [r["max"] - r["median"] for r in rs]]
 
 
-def hlines(ax, rows, metric):
+def hlines(ax, rows, metric, note="median"):
     for s in BASELINES:
         for r in base(rows, s, metric=metric):
             c, ls = STYLE[s]
-            ax.axhline(r["median"], color=c, ls=ls, label=f"{s} (median)")
+            ax.axhline(r["median"], color=c, ls=ls, label=f"{s} ({note})")
             break
 
 
@@ -107,9 +109,9 @@ def plot_throughput_units(plt, rows, fig, path):
                     label="am throughput")
     hlines(ax, rows, "throughput_amps")
     ax.set_xscale("log")
+    ax.set_yscale("log")  # the am points span three orders of magnitude
     ax.set_xlabel("pipeline unit (segments)")
-    ax.set_ylabel("AMs per second")
-    ax.set_ylim(bottom=0)
+    ax.set_ylabel("AMs per second (log)")
     ax.grid(alpha=0.3)
     if rs:
         ax2 = ax.twinx()
@@ -123,9 +125,9 @@ def plot_throughput_units(plt, rows, fig, path):
         ax2.set_ylim(0, 105)
         h1, l1 = ax.get_legend_handles_labels()
         h2, l2 = ax2.get_legend_handles_labels()
-        ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="lower right")
+        ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="center right")
     ref = rs[0] if rs else rows[0]
-    ax.set_title(title(ref, f"{ref['op']}, throughput of {ref['ams']} AMs per epoch"))
+    ax.set_title(title(ref, f"{ref['op']}, {ref['ams']} AMs per epoch"), fontsize=10)
     f.tight_layout()
     f.savefig(path, dpi=110)
     plt.close(f)
@@ -137,7 +139,8 @@ def plot_buffers(plt, rows, fig, path, extra):
     if rs:
         ax.errorbar([r["internal_buffer"] / 1024 for r in rs], [r["median"] for r in rs],
                     yerr=err(rs), marker="o", capsize=3, label="am throughput")
-    hlines(ax, extra, "throughput_amps")  # the 2-rank search baselines of Fig. 3b
+    # The 2-rank search baselines of Fig. 3b: the same AMs, no internal buffer to vary.
+    hlines(ax, extra, "throughput_amps", "median, from the Fig. 3b run")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("internal buffer per origin (KiB)")
     ax.set_ylabel("AMs per second")
@@ -335,6 +338,7 @@ def main():
     ap.add_argument("--out", help="directory for the PNGs (none: no plots)")
     ap.add_argument("--summary", action="store_true", help="print Markdown tables and ratios")
     ap.add_argument("--expect", default="", help="figures that must be drawn, e.g. 3a,3b,4")
+    ap.add_argument("--suffix", default="", help="appended to the PNG names (fig5-threads.png)")
     a = ap.parse_args()
     figs = by_fig(load(a.inputs))
     status = 0
@@ -351,7 +355,7 @@ def main():
             return 2
         os.makedirs(a.out, exist_ok=True)
         for fig, rows in figs.items():
-            path = os.path.join(a.out, f"fig{fig}.png")
+            path = os.path.join(a.out, f"fig{fig}{a.suffix}.png")
             if fig in ("3a", "3c"):
                 plot_latency(plt, rows, fig, path)
             elif fig in ("3b", "3d"):
@@ -369,7 +373,7 @@ def main():
             print(f"plot_window.py: no data for figure {fig}", file=sys.stderr)
             status = 1
         elif a.out:
-            png = os.path.join(a.out, f"fig{fig}.png")
+            png = os.path.join(a.out, f"fig{fig}{a.suffix}.png")
             if not os.path.exists(png) or os.path.getsize(png) == 0:
                 print(f"plot_window.py: {png} was not written", file=sys.stderr)
                 status = 1

@@ -16,8 +16,9 @@
 //   lock_all once + (AM + flush(1)) per AM (epoch "flush"); µs per AM. Beside it
 //   function_us (the kernel over 100 segments in units of k, timed alone at the origin) and
 //   roundtrip_us (ctx.send of the AM's input bytes, ctx.send of its output bytes back).
-// 3b/3d throughput (search/abssum), 2 ranks, target 0, origin 1: --ams AMs in one fence
-//   epoch per repetition, per unit k; AMs/s; segments_internal/segments_user of the origin.
+// 3b/3d throughput (search/abssum), 2 ranks, target 0, origin 1: per repetition --epochs
+//   fence epochs (default 1) of --ams AMs each, per unit k; AMs/s; segments_internal/
+//   segments_user of the origin. The baselines do the same --ams x --epochs AMs.
 // 4   throughput of search against the internal buffer (--buffers), unit --unit (20).
 // 5   throughput of search with origins 1..R-1 on target 0, R in --ranks-list, per buffer.
 // 6   alternating large (--large segments, one unit: more than the internal buffer) and small
@@ -66,7 +67,8 @@ struct plan {
     bool quick = false, baseline = true;
     int reps = 5;
     uint64_t iters = 200;              // latency: AMs per repetition
-    uint64_t ams = 100000;             // throughput: AMs per repetition (all origins)
+    uint64_t ams = 100000;             // throughput: AMs per epoch (all origins)
+    uint64_t epochs = 1;               // throughput: epochs per repetition
     uint64_t db = 1024;                // search database keys
     uint64_t attach = 256 << 10;       // attached buffer at every rank
     uint64_t unit = 20;                // figs 4, 5: pipeline unit
@@ -277,33 +279,36 @@ uint64_t share(uint64_t total, int rank, int first, int size) {
     return total / origins + (static_cast<uint64_t>(rank - first) < total % origins ? 1 : 0);
 }
 
-/// One throughput point: `total` AMs from ranks first..size-1 to target 0, cycling over
-/// `kinds` (data, pipeline unit), in one fence epoch with `assert`, `reps` times; AMs/s per
-/// repetition and the origin stats of the last one (rank 0).
+/// One throughput point: `epochs` fence epochs with `assert` of `total` AMs each from ranks
+/// first..size-1 to target 0, cycling over `kinds` (data, pipeline unit), `reps` times; AMs/s
+/// per repetition and the origin stats of the last one (rank 0).
 struct thr_result {
     std::vector<double> amps;
     origin_stats st;
 };
 
 thr_result throughput(am::context& ctx, bench_window& bw, std::vector<am_data>& kinds,
-                      const std::vector<size_t>& units, uint64_t total, int first, int reps,
-                      unsigned assert) {
+                      const std::vector<size_t>& units, uint64_t total, uint64_t epochs, int first,
+                      int reps, unsigned assert) {
     thr_result res;
     const uint64_t mine = share(total, ctx.rank(), first, ctx.size());
-    for (int r = -1; r < reps; ++r) {  // -1: warm-up with a tenth of the AMs
+    for (int r = -1; r < reps; ++r) {  // -1: warm-up, one epoch of a tenth of the AMs
         const uint64_t n = r < 0 ? (mine + 9) / 10 : mine;
+        const uint64_t ne = r < 0 ? 1 : epochs;
         for (am_data& d : kinds) d.clear(n);
         const am::window_stats before = bw.w().stats();
         bw.w().fence(assert);
         ctx.barrier();
         const auto t0 = bench_clock::now();
-        for (uint64_t i = 0; i < n; ++i) {
-            const size_t k = i % kinds.size();
-            am_data& d = kinds[k];
-            const size_t set = (i / kinds.size()) % input_sets;
-            bw.issue(d.op, 0, d.in[set].data(), d.out[set].data(), d.segments, units[k]);
+        for (uint64_t e = 0; e < ne; ++e) {
+            for (uint64_t i = 0; i < n; ++i) {
+                const size_t k = i % kinds.size();
+                am_data& d = kinds[k];
+                const size_t set = (i / kinds.size()) % input_sets;
+                bw.issue(d.op, 0, d.in[set].data(), d.out[set].data(), d.segments, units[k]);
+            }
+            bw.w().fence(e + 1 < ne ? assert : am::epoch_assert::none);
         }
-        bw.w().fence();
         ctx.barrier();  // every rank's AMs are complete: rank 0 times the slowest
         const double all = seconds_since(t0);
         for (size_t k = 0; k < kinds.size(); ++k) {
@@ -311,7 +316,7 @@ thr_result throughput(am::context& ctx, bench_window& bw, std::vector<am_data>& 
         }
         const origin_stats st = gather(ctx, delta(before, bw.w().stats()));
         if (r >= 0) {
-            res.amps.push_back(static_cast<double>(total) / all);
+            res.amps.push_back(static_cast<double>(total * epochs) / all);
             res.st = st;
         }
     }
@@ -341,7 +346,8 @@ json_line am_line(const plan& p, am::context& ctx, const std::string& fig, const
     return j;
 }
 
-void add_stats(json_line& j, const origin_stats& st) {
+void add_stats(json_line& j, const origin_stats& st, uint64_t epochs) {
+    j.num("epochs", static_cast<double>(epochs));
     j.num("segments_internal", static_cast<double>(st.internal));
     j.num("segments_user", static_cast<double>(st.user));
     j.num("units_sent", static_cast<double>(st.units_sent));
@@ -430,12 +436,12 @@ void fig_throughput_units(am::context& ctx, const plan& p, const std::string& fi
     std::vector<am_data> kinds;
     kinds.emplace_back(p, op, paper_segments);
     for (uint64_t k : p.units) {
-        const thr_result r = throughput(ctx, bw, kinds, {k}, p.ams, 1, p.reps, 0);
+        const thr_result r = throughput(ctx, bw, kinds, {k}, p.ams, p.epochs, 1, p.reps, 0);
         if (ctx.rank() != 0) continue;
         json_line j =
             am_line(p, ctx, fig, op, "throughput_amps", r.amps, k, 8 << 10, am::am_order::strict, 0,
                     paper_segments, p.ams, static_cast<double>(kinds[0].bytes()));
-        add_stats(j, r.st);
+        add_stats(j, r.st, p.epochs);
         j.print();
     }
 }
@@ -447,12 +453,12 @@ void fig_buffers(am::context& ctx, const plan& p, const std::string& fig,
     kinds.emplace_back(p, "search", paper_segments);
     for (uint64_t b : buffers) {
         bench_window bw(ctx, p, b, am::am_order::strict, paper_segments);
-        const thr_result r = throughput(ctx, bw, kinds, {p.unit}, p.ams, 1, p.reps, 0);
+        const thr_result r = throughput(ctx, bw, kinds, {p.unit}, p.ams, p.epochs, 1, p.reps, 0);
         if (ctx.rank() != 0) continue;
         json_line j = am_line(p, ctx, fig, "search", "throughput_amps", r.amps, p.unit, b,
                               am::am_order::strict, 0, paper_segments, p.ams,
                               static_cast<double>(kinds[0].bytes()));
-        add_stats(j, r.st);
+        add_stats(j, r.st, p.epochs);
         j.print();
     }
 }
@@ -465,12 +471,13 @@ void fig_ordering(am::context& ctx, const plan& p) {
     const double bytes = static_cast<double>(kinds[0].bytes() + kinds[1].bytes()) / 2;
     for (unsigned ordering : {am::am_order::strict, am::am_order::none}) {
         bench_window bw(ctx, p, 8 << 10, ordering, p.large);
-        const thr_result r = throughput(ctx, bw, kinds, {p.large, p.small}, p.ams, 1, p.reps, 0);
+        const thr_result r =
+            throughput(ctx, bw, kinds, {p.large, p.small}, p.ams, p.epochs, 1, p.reps, 0);
         if (ctx.rank() != 0) continue;
         json_line j = am_line(p, ctx, "6", "search", "throughput_amps", r.amps, p.large, 8 << 10,
                               ordering, 0, p.large, p.ams, bytes);
         j.str("segments_cycle", std::to_string(p.large) + "," + std::to_string(p.small));
-        add_stats(j, r.st);
+        add_stats(j, r.st, p.epochs);
         j.print();
     }
 }
@@ -482,12 +489,13 @@ void fig_concurrency(am::context& ctx, const plan& p) {
         std::vector<am_data> kinds;
         kinds.emplace_back(p, op, paper_segments);
         for (unsigned assert : {am::epoch_assert::none, am::epoch_assert::concurrent}) {
-            const thr_result r = throughput(ctx, bw, kinds, {0}, p.ams, 0, p.reps, assert);
+            const thr_result r =
+                throughput(ctx, bw, kinds, {0}, p.ams, p.epochs, 0, p.reps, assert);
             if (ctx.rank() != 0) continue;
             json_line j = am_line(p, ctx, "7", op, "throughput_amps", r.amps, 0, 8 << 10,
                                   am::am_order::strict, assert != 0 ? 1 : 0, paper_segments, p.ams,
                                   static_cast<double>(kinds[0].bytes()));
-            add_stats(j, r.st);
+            add_stats(j, r.st, p.epochs);
             j.num("mapped", bw.w().mapped(0) ? 1 : 0);
             j.print();
         }
@@ -585,9 +593,9 @@ int run_figures(const plan& p) {
         if (!wants(p, fig)) continue;
         job(2, pin2,
             [&](am::context& c, release&, uint64_t&) { fig_throughput_units(c, p, fig, op); });
-        base_ok &= run_baseline(
-            p, 2,
-            {"--figure", fig, "--mode", "throughput", "--op", op, "--ams", std::to_string(p.ams)});
+        base_ok &= run_baseline(p, 2,
+                                {"--figure", fig, "--mode", "throughput", "--op", op, "--ams",
+                                 std::to_string(p.ams * p.epochs)});
     }
     if (wants(p, "4")) {
         job(2, pin2,
@@ -600,7 +608,7 @@ int run_figures(const plan& p) {
             if (r <= p.baseline_max_ranks) {
                 base_ok &= run_baseline(p, static_cast<int>(r),
                                         {"--figure", "5", "--mode", "throughput", "--op", "search",
-                                         "--ams", std::to_string(p.ams)});
+                                         "--ams", std::to_string(p.ams * p.epochs)});
             }
         }
     }
@@ -608,7 +616,7 @@ int run_figures(const plan& p) {
         job(2, pin2, [&](am::context& c, release&, uint64_t&) { fig_ordering(c, p); });
         base_ok &= run_baseline(p, 2,
                                 {"--figure", "6", "--mode", "throughput", "--op", "search", "--ams",
-                                 std::to_string(p.ams), "--segments",
+                                 std::to_string(p.ams * p.epochs), "--segments",
                                  std::to_string(p.large) + "," + std::to_string(p.small)});
     }
     if (wants(p, "7")) {
@@ -617,9 +625,10 @@ int run_figures(const plan& p) {
                 [&](am::context& c, release&, uint64_t&) { fig_concurrency(c, p); });
             if (r <= p.baseline_max_ranks) {
                 for (const std::string& op : p.ops7) {
-                    base_ok &= run_baseline(p, static_cast<int>(r),
-                                            {"--figure", "7", "--mode", "throughput", "--op", op,
-                                             "--origins", "all", "--ams", std::to_string(p.ams)});
+                    base_ok &= run_baseline(
+                        p, static_cast<int>(r),
+                        {"--figure", "7", "--mode", "throughput", "--op", op, "--origins", "all",
+                         "--ams", std::to_string(p.ams * p.epochs)});
                 }
             }
         }
@@ -637,7 +646,8 @@ const char* usage =
     "  --quick                         one point per figure, few AMs (smoke run)\n"
     "  --reps N                        repetitions per point (default 5; --quick 2)\n"
     "  --iters N                       latency: AMs per repetition (default 200)\n"
-    "  --ams N                         throughput: AMs per repetition (default 100000)\n"
+    "  --ams N                         throughput: AMs per epoch (default 100000)\n"
+    "  --epochs N                      throughput: fence epochs per repetition (default 1)\n"
     "  --units a,b,...                 figs 3: pipeline units (default "
     "1,2,4,5,10,20,25,40,50,100)\n"
     "  --buffers a,b,...               fig 4: internal buffers (default 1K,2K,4K,8K,16K,32K,64K)\n"
@@ -661,8 +671,8 @@ plan parse(int argc, char** argv) {
     }
     const args a(argc, argv, {"--quick", "--no-baseline", "--json"});
     a.only({"--figures", "--transport", "--reps", "--iters", "--ams", "--units", "--buffers",
-            "--buffers5", "--ranks5", "--ranks7", "--unit", "--large", "--small", "--ops7", "--db",
-            "--attach", "--baseline-max-ranks", "--mpirun"});
+            "--buffers5", "--ranks5", "--ranks7", "--unit", "--epochs", "--large", "--small",
+            "--ops7", "--db", "--attach", "--baseline-max-ranks", "--mpirun"});
     plan p;
     p.quick = a.has("--quick");
     p.baseline = !a.has("--no-baseline");
@@ -672,6 +682,7 @@ plan parse(int argc, char** argv) {
     p.reps = static_cast<int>(a.count("--reps", p.quick ? 2 : 5));
     p.iters = a.count("--iters", p.quick ? 20 : 200);
     p.ams = a.count("--ams", p.quick ? 2000 : 100000);
+    p.epochs = a.count("--epochs", 1);
     p.units =
         a.counts("--units", p.quick ? std::vector<uint64_t>{100}
                                     : std::vector<uint64_t>{1, 2, 4, 5, 10, 20, 25, 40, 50, 100});
@@ -706,8 +717,8 @@ plan parse(int argc, char** argv) {
     for (const std::string& op : p.ops7) {
         if (op != "search" && op != "abssum") args::fail("--ops7: search or abssum");
     }
-    if (p.reps < 1 || p.iters == 0 || p.ams == 0 || p.db == 0 || p.attach < 64 || p.large == 0 ||
-        p.small == 0 || p.units.empty()) {
+    if (p.reps < 1 || p.iters == 0 || p.ams == 0 || p.epochs == 0 || p.db == 0 || p.attach < 64 ||
+        p.large == 0 || p.small == 0 || p.units.empty()) {
         args::fail("counts must be positive");
     }
     for (uint64_t r : p.ranks5) {
