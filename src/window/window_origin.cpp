@@ -123,7 +123,7 @@ void window_state::am(const am_desc& d) {
         }
         l.in_flight += rec->units_left;
         _outstanding += rec->units_left;
-        _ams.push_back(std::move(rec));
+        _ams.emplace(rec.get(), std::move(rec));
     }
     pump(d.target);
 }
@@ -237,11 +237,18 @@ bool window_state::try_split(target_link& l, std::deque<origin_unit*>::iterator 
     return true;
 }
 
+// How far past the first waiting unit the origin looks for units that may overtake it, and how
+// many reservations it keeps open per target: bounds the work of one pass over a long queue.
+constexpr std::size_t lookahead = 16;
+constexpr std::size_t max_reserving = 4;
+
+// Under _m: decides which queued units to send (or to reserve room for) now, in queue order,
+// honouring the ordering hints; the caller sends them in that order after unlocking.
 void window_state::plan(int target, std::vector<send_action>& out) {
     target_link& l = _targets[static_cast<std::size_t>(target)];
     std::vector<const origin_unit*> waiting;
     auto it = l.queue.begin();
-    while (it != l.queue.end()) {
+    while (it != l.queue.end() && waiting.size() <= lookahead) {
         origin_unit& u = **it;
         if (u.st == origin_unit::state::reserving || blocked(u, waiting)) {
             waiting.push_back(&u);
@@ -251,6 +258,7 @@ void window_state::plan(int target, std::vector<send_action>& out) {
         const bool ordered = (u.flags & unit_concurrent) == 0;
         if (u.st == origin_unit::state::granted) {
             u.st = origin_unit::state::sent;
+            if (!waiting.empty()) _st.overtaken.fetch_add(1, std::memory_order_relaxed);
             out.push_back({&u, false, ordered ? l.next_seq++ : 0});
             it = l.queue.erase(it);
             continue;
@@ -264,20 +272,21 @@ void window_state::plan(int target, std::vector<send_action>& out) {
             it = l.queue.erase(it);
             continue;
         }
-        if (!l.user_refused) {
+        if (!l.user_refused && l.reserving < max_reserving) {
             u.st = origin_unit::state::reserving;
+            ++l.reserving;
             out.push_back({&u, true, 0});
             waiting.push_back(&u);
             ++it;
             continue;
         }
-        if (u.stage > std::max(l.internal.capacity(), l.user_capacity)) {
+        if (l.user_refused && u.stage > std::max(l.internal.capacity(), l.user_capacity)) {
             if (try_split(l, it)) continue;  // look at the smaller unit again
             complete_unit(&u);  // dropped: its error is raised by the next completion call
             it = l.queue.erase(it);
             continue;
         }
-        waiting.push_back(&u);  // internal room frees when units in flight complete
+        waiting.push_back(&u);  // room frees when units in flight complete
         ++it;
     }
 }
@@ -369,7 +378,7 @@ void window_state::complete_unit(origin_unit* u) {
     --l.in_flight;
     --_outstanding;
     if (--rec->units_left == 0) {
-        _ams.remove_if([rec](const std::unique_ptr<am_record>& p) { return p.get() == rec; });
+        _ams.erase(rec);
     }
     _units.erase(u);
 }
@@ -412,6 +421,7 @@ void window_state::on_grant(int target, std::uint64_t token, std::uint64_t offse
                  "a grant names no unit waiting for a reservation here");
         }
         target_link& l = _targets[static_cast<std::size_t>(target)];
+        --l.reserving;
         if (granted) {
             u->st = origin_unit::state::granted;
             u->user = true;

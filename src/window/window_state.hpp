@@ -57,7 +57,8 @@ struct origin_unit {
 struct target_link {
     std::deque<origin_unit*> queue;  // not yet sent, in issue order
     range_alloc internal;            // this origin's internal buffer at the target
-    std::size_t in_flight = 0;       // units sent or reserving, not complete
+    std::size_t in_flight = 0;       // units issued, not complete
+    std::size_t reserving = 0;       // reservations asked for, not answered
     std::uint64_t next_seq = 0;
     bool user_refused = false;      // the target refused a reservation this epoch
     std::size_t user_capacity = 0;  // its attached buffer when it refused (0: none)
@@ -176,7 +177,7 @@ class window_state {
     bool _locking;
     // origin
     std::vector<target_link> _targets;
-    std::list<std::unique_ptr<am_record>> _ams;
+    std::unordered_map<am_record*, std::unique_ptr<am_record>> _ams;
     std::unordered_map<origin_unit*, std::unique_ptr<origin_unit>> _units;
     std::size_t _outstanding = 0;  // units issued, not complete (all targets)
     bool _pumping = false;
