@@ -38,7 +38,9 @@ struct unit_header {
     std::uint64_t tag;
     std::uint64_t chunk_off;  // bytes of the unit's input before this chunk
     std::uint32_t op, flags;
+    std::uint64_t pad;  // the input after the header stays 16-byte aligned
 };
+static_assert(sizeof(unit_header) % 16 == 0);
 
 /// First-fit allocator of [0, capacity) in stage_align units; all sizes rounded up.
 class range_alloc {
