@@ -325,8 +325,7 @@ void window_state::pump(int target) {
 
 void window_state::send_unit(int target, origin_unit& u, std::uint64_t seq) {
     const am_record& rec = *u.am;
-    const std::size_t hdr = sizeof(unit_header);
-    const std::size_t cap = _ctx.max_medium() - hdr;
+    const std::size_t cap = _ctx.max_medium();
     unit_header h{};
     h.window = _id;
     h.seq = seq;
@@ -341,30 +340,22 @@ void window_state::send_unit(int target, origin_unit& u, std::uint64_t seq) {
     h.tag = rec.d.tag;
     h.op = rec.d.op;
     h.flags = u.flags | (u.user ? unit_user : 0);
-    const bool one_chunk = u.in_bytes <= cap;
-    _scratch.resize(hdr + (one_chunk ? u.in_bytes : u.in_bytes + hdr));
-    std::byte* packed = _scratch.data() + hdr;
-    if (contiguous(rec.d.input_layout, rec.in_seg) || u.in_bytes == 0) {
-        if (u.in_bytes > 0) std::memcpy(packed, rec.d.input + u.first * rec.in_seg, u.in_bytes);
-    } else {
-        gather(rec.d.input_layout, rec.d.input, u.first, u.count, packed);
+    const std::byte* packed = rec.d.input + u.first * rec.in_seg;
+    if (u.in_bytes > 0 && !contiguous(rec.d.input_layout, rec.in_seg)) {
+        _scratch.resize(u.in_bytes);
+        gather(rec.d.input_layout, rec.d.input, u.first, u.count, _scratch.data());
+        packed = _scratch.data();
     }
     _st.units_sent.fetch_add(1, std::memory_order_relaxed);
     (u.user ? _st.segments_user : _st.segments_internal)
         .fetch_add(u.count, std::memory_order_relaxed);
-    if (one_chunk) {
-        std::memcpy(_scratch.data(), &h, hdr);
-        _layer.send_unit(target, std::span(_scratch.data(), hdr + u.in_bytes));
+    if (u.in_bytes <= cap) {
+        _layer.send_unit(target, h, std::span(packed, u.in_bytes));
         return;
     }
-    // Several chunks: each a header and the next part, built in front of the packed data.
-    std::vector<std::byte> chunk(hdr + cap);
     for (std::size_t off = 0; off < u.in_bytes; off += cap) {
-        const std::size_t n = std::min(cap, u.in_bytes - off);
         h.chunk_off = off;
-        std::memcpy(chunk.data(), &h, hdr);
-        std::memcpy(chunk.data() + hdr, packed + off, n);
-        _layer.send_unit(target, std::span(chunk.data(), hdr + n));
+        _layer.send_unit(target, h, std::span(packed + off, std::min(cap, u.in_bytes - off)));
     }
 }
 

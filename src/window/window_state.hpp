@@ -123,7 +123,7 @@ class window_state {
     std::span<std::byte> detach();
 
     // Handler bodies (window_layer dispatches by window id).
-    void on_unit(int origin, std::span<const std::byte> chunk);
+    void on_unit(int origin, const unit_header& h, std::span<const std::byte> data);
     void on_output(std::uint64_t token, std::uint64_t off, std::span<const std::byte> data);
     void on_reserve(int origin, std::uint64_t token, std::uint64_t bytes);
     void on_grant(int target, std::uint64_t token, std::uint64_t offset, std::uint64_t capacity,

@@ -55,11 +55,8 @@ std::byte* window_state::staging_of(int origin, const unit_header& h) {
     return o.internal.data() + h.staging;
 }
 
-void window_state::on_unit(int origin, std::span<const std::byte> chunk) {
+void window_state::on_unit(int origin, const unit_header& h, std::span<const std::byte> data) {
     const char* call = "am::window (unit)";
-    unit_header h;
-    std::memcpy(&h, chunk.data(), sizeof h);
-    const std::span<const std::byte> data = chunk.subspan(sizeof h);
     const std::size_t in_bytes = h.num_segments * h.in_seg;
     if (h.op >= op_count()) {
         fail(errc::bad_handler, call,
