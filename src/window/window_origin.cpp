@@ -270,7 +270,10 @@ void window_state::plan(int target, std::vector<send_action>& out) {
             it = l.queue.erase(it);
             continue;
         }
-        if (!l.user_refused && l.reserving < max_reserving) {
+        // A refusal says the target has no attached buffer, or one smaller than that unit:
+        // smaller units may still ask.
+        const bool may_reserve = !l.user_refused || u.stage <= l.user_capacity;
+        if (may_reserve && l.reserving < max_reserving) {
             u.st = origin_unit::state::reserving;
             ++l.reserving;
             out.push_back({&u, true, 0});
