@@ -147,7 +147,7 @@ void window_state::origin_run(const am_desc& d, std::size_t in_seg, std::size_t 
                             first, d.tag,  _rank};
         const void* saved = t_running_window;
         t_running_window = this;
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        full_fence();
         const std::uint64_t t0 = now_ns();
         try {
             e->fn(c);
@@ -156,7 +156,7 @@ void window_state::origin_run(const am_desc& d, std::size_t in_seg, std::size_t 
             throw;
         }
         _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        full_fence();
         t_running_window = saved;
         if (!direct_out) scatter(d.output_layout, out_seg, d.output, first, 0, out, n * out_seg);
         _st.units_at_origin.fetch_add(1, std::memory_order_relaxed);

@@ -161,7 +161,7 @@ void window_state::run_unit(int origin, const unit_header& h, const std::byte* i
         util::maybe_lock serial(_run, _locking && (h.flags & unit_concurrent) == 0);
         const void* saved = t_running_window;
         t_running_window = this;
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        full_fence();
         const std::uint64_t t0 = now_ns();
         try {
             e->fn(c);
@@ -170,7 +170,7 @@ void window_state::run_unit(int origin, const unit_header& h, const std::byte* i
             throw;
         }
         _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        full_fence();
         t_running_window = saved;
     }
     _st.units_run.fetch_add(1, std::memory_order_relaxed);
