@@ -11,17 +11,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 
 namespace am::detail {
 
 namespace {
-
-std::uint64_t now_ns() {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
-}
 
 std::size_t unit_stage(std::size_t count, std::size_t in_seg, std::size_t out_seg) {
     return round_up(count * in_seg, stage_align) + round_up(count * out_seg, stage_align);

@@ -11,18 +11,11 @@
 #include <am/core/layer.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cstring>
 
 namespace am::detail {
 
 namespace {
-
-std::uint64_t now_ns() {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
-}
 
 std::size_t stage_of(const unit_header& h) {
     return round_up(h.num_segments * h.in_seg, stage_align) +
