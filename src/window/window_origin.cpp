@@ -138,19 +138,7 @@ void window_state::origin_run(const am_desc& d, std::size_t in_seg, std::size_t 
         }
         const window_call c{in,    in_seg, persistent, d.persistent_bytes, out, out_seg, n,
                             first, d.tag,  _rank};
-        const void* saved = t_running_window;
-        t_running_window = this;
-        full_fence();
-        const std::uint64_t t0 = now_ns();
-        try {
-            e->fn(c);
-        } catch (...) {
-            t_running_window = saved;
-            throw;
-        }
-        _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-        full_fence();
-        t_running_window = saved;
+        invoke(*e, c);
         if (!direct_out) scatter(d.output_layout, out_seg, d.output, first, 0, out, n * out_seg);
         _st.units_at_origin.fetch_add(1, std::memory_order_relaxed);
     }

@@ -175,6 +175,22 @@ std::uint32_t window_state::register_op(std::string_view name, std::string_view 
     return static_cast<std::uint32_t>(_ops.size() - 1);
 }
 
+void window_state::invoke(const window_op_entry& e, const window_call& c) {
+    const void* saved = t_running_window;
+    t_running_window = this;
+    full_fence();
+    const std::uint64_t t0 = now_ns();
+    try {
+        e.fn(c);
+    } catch (...) {
+        t_running_window = saved;
+        throw;
+    }
+    _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    full_fence();
+    t_running_window = saved;
+}
+
 // ------------------------------------------------------------------------------------ epochs
 
 void window_state::wait_until(const char* call, const std::function<bool()>& done) {

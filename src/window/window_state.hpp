@@ -148,6 +148,8 @@ class window_state {
 #endif
     }
     std::atomic<unsigned> _fence_word{0};
+    /// Runs an operation: refuses re-entry, fences around it, times it.
+    void invoke(const window_op_entry& e, const window_call& c);
     struct lock_guard;
     void check_epoch(int target, const char* call) const;
     void check_desc(const am_desc& d, const char* call) const;

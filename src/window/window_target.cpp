@@ -152,19 +152,7 @@ void window_state::run_unit(int origin, const unit_header& h, const std::byte* i
                         origin};
     {
         util::maybe_lock serial(_run, _locking && (h.flags & unit_concurrent) == 0);
-        const void* saved = t_running_window;
-        t_running_window = this;
-        full_fence();
-        const std::uint64_t t0 = now_ns();
-        try {
-            e->fn(c);
-        } catch (...) {
-            t_running_window = saved;
-            throw;
-        }
-        _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-        full_fence();
-        t_running_window = saved;
+        invoke(*e, c);
     }
     _st.units_run.fetch_add(1, std::memory_order_relaxed);
     const std::size_t cap = _ctx.max_medium();
