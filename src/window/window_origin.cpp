@@ -11,17 +11,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 
 namespace am::detail {
 
 namespace {
-
-std::uint64_t now_ns() {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
-}
 
 std::size_t unit_stage(std::size_t count, std::size_t in_seg, std::size_t out_seg) {
     return round_up(count * in_seg, stage_align) + round_up(count * out_seg, stage_align);
@@ -101,29 +94,20 @@ void window_state::am(const am_desc& d) {
     rec->d = d;
     rec->in_seg = in_seg;
     rec->out_seg = out_seg;
-    std::vector<std::unique_ptr<origin_unit>> units;
-    for (std::size_t first = 0; first < d.num_segments; first += k) {
-        auto u = std::make_unique<origin_unit>();
-        u->am = rec.get();
-        u->first = first;
-        u->count = std::min(k, d.num_segments - first);
-        u->in_bytes = u->count * in_seg;
-        u->out_bytes = u->count * out_seg;
-        u->stage = unit_stage(u->count, in_seg, out_seg);
-        u->flags = flags;
-        units.push_back(std::move(u));
-    }
-    rec->units_left = units.size();
+    rec->k = k;
+    rec->units_left = 1;
+    auto u = std::make_unique<origin_unit>();
+    u->am = rec.get();
+    u->count = d.num_segments;
+    u->flags = flags;
     {
         util::maybe_lock g(_m, _locking);
         target_link& l = _targets[static_cast<std::size_t>(d.target)];
-        for (auto& u : units) {
-            l.queue.push_back(u.get());
-            _units.emplace(u.get(), std::move(u));
-        }
-        l.in_flight += rec->units_left;
-        _outstanding += rec->units_left;
-        _ams.push_back(std::move(rec));
+        l.queue.push_back(u.get());
+        _units.emplace(u.get(), std::move(u));
+        ++l.in_flight;
+        ++_outstanding;
+        _ams.emplace(rec.get(), std::move(rec));
     }
     pump(d.target);
 }
@@ -154,19 +138,7 @@ void window_state::origin_run(const am_desc& d, std::size_t in_seg, std::size_t 
         }
         const window_call c{in,    in_seg, persistent, d.persistent_bytes, out, out_seg, n,
                             first, d.tag,  _rank};
-        const void* saved = t_running_window;
-        t_running_window = this;
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        const std::uint64_t t0 = now_ns();
-        try {
-            e->fn(c);
-        } catch (...) {
-            t_running_window = saved;
-            throw;
-        }
-        _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        t_running_window = saved;
+        invoke(*e, c);
         if (!direct_out) scatter(d.output_layout, out_seg, d.output, first, 0, out, n * out_seg);
         _st.units_at_origin.fetch_add(1, std::memory_order_relaxed);
     }
@@ -193,64 +165,79 @@ bool window_state::blocked(const origin_unit& u,
     return false;
 }
 
-// Splits the unit at `it` into units that fit the larger of the target's buffers; false (and
+// Makes the units of `u`'s AM small enough for the larger of the target's buffers; false (and
 // the AM's error recorded) when not even one segment fits.
-bool window_state::try_split(target_link& l, std::deque<origin_unit*>::iterator it) {
-    origin_unit& u = **it;
-    const am_record& rec = *u.am;
+bool window_state::try_split(target_link& l, origin_unit& u) {
+    am_record& rec = *u.am;
     const std::size_t room = std::max(l.internal.capacity(), l.user_capacity);
-    std::size_t k = u.count;
+    std::size_t k = std::min(u.count, rec.k);
     while (k > 0 && unit_stage(k, rec.in_seg, rec.out_seg) > room) --k;
     if (k == 0) {
         if (_error.empty()) {
-            _error = "operation #" + std::to_string(rec.d.op) + " of window " +
-                     std::to_string(_id) + ": one segment needs " +
-                     std::to_string(unit_stage(1, rec.in_seg, rec.out_seg)) +
-                     " bytes of staging at rank " + std::to_string(rec.d.target) +
-                     ", whose internal buffer holds " + std::to_string(l.internal.capacity()) +
-                     " bytes per origin and whose attached buffer " +
-                     (l.user_capacity == 0 ? std::string("is missing")
-                                           : std::to_string(l.user_capacity) + " bytes") +
-                     "; the AM's other segments completed";
+            _error =
+                "operation #" + std::to_string(rec.d.op) + " of window " + std::to_string(_id) +
+                ": one segment needs " + std::to_string(unit_stage(1, rec.in_seg, rec.out_seg)) +
+                " bytes of staging at rank " + std::to_string(rec.d.target) +
+                ", whose internal buffer holds " + std::to_string(l.internal.capacity()) +
+                " bytes per origin and whose attached buffer " +
+                (l.user_capacity == 0 ? std::string("is missing")
+                                      : "holds " + std::to_string(l.user_capacity) + " bytes") +
+                "; the AM's other segments completed";
         }
         return false;
     }
-    std::vector<origin_unit*> parts;
-    for (std::size_t first = u.first + k; first < u.first + u.count; first += k) {
-        auto p = std::make_unique<origin_unit>(u);
-        p->first = first;
-        p->count = std::min(k, u.first + u.count - first);
-        p->in_bytes = p->count * rec.in_seg;
-        p->out_bytes = p->count * rec.out_seg;
-        p->stage = unit_stage(p->count, rec.in_seg, rec.out_seg);
-        parts.push_back(p.get());
-        _units.emplace(p.get(), std::move(p));
-    }
-    u.count = k;
-    u.in_bytes = k * rec.in_seg;
-    u.out_bytes = k * rec.out_seg;
-    u.stage = unit_stage(k, rec.in_seg, rec.out_seg);
-    u.am->units_left += parts.size();
-    l.in_flight += parts.size();
-    _outstanding += parts.size();
-    l.queue.insert(std::next(it), parts.begin(), parts.end());
+    rec.k = k;
     return true;
 }
 
+// Carves a unit of the AM's k segments off the front of the queue entry at `it` (which keeps
+// the rest) and points `it` at the new unit.
+void window_state::carve(target_link& l, std::deque<origin_unit*>::iterator& it) {
+    origin_unit& rest = **it;
+    am_record& rec = *rest.am;
+    auto p = std::make_unique<origin_unit>(rest);
+    p->count = rec.k;
+    rest.first += rec.k;
+    rest.count -= rec.k;
+    origin_unit* raw = p.get();
+    _units.emplace(raw, std::move(p));
+    ++rec.units_left;
+    ++l.in_flight;
+    ++_outstanding;
+    it = l.queue.insert(it, raw);
+}
+
+// How far past the first waiting unit the origin looks for units that may overtake it, and how
+// many reservations it keeps open per target: bounds the work of one pass over a long queue.
+constexpr std::size_t lookahead = 16;
+constexpr std::size_t max_reserving = 4;
+
+// Under _m: decides which queued units to send (or to reserve room for) now, in queue order,
+// honouring the ordering hints; the caller sends them in that order after unlocking.
 void window_state::plan(int target, std::vector<send_action>& out) {
     target_link& l = _targets[static_cast<std::size_t>(target)];
     std::vector<const origin_unit*> waiting;
     auto it = l.queue.begin();
-    while (it != l.queue.end()) {
+    while (it != l.queue.end() && waiting.size() <= lookahead) {
         origin_unit& u = **it;
         if (u.st == origin_unit::state::reserving || blocked(u, waiting)) {
             waiting.push_back(&u);
             ++it;
             continue;
         }
+        if (u.st == origin_unit::state::queued && u.count > u.am->k) {
+            carve(l, it);
+            continue;
+        }
+        if (u.st == origin_unit::state::queued) {
+            u.in_bytes = u.count * u.am->in_seg;
+            u.out_bytes = u.count * u.am->out_seg;
+            u.stage = unit_stage(u.count, u.am->in_seg, u.am->out_seg);
+        }
         const bool ordered = (u.flags & unit_concurrent) == 0;
         if (u.st == origin_unit::state::granted) {
             u.st = origin_unit::state::sent;
+            if (!waiting.empty()) _st.overtaken.fetch_add(1, std::memory_order_relaxed);
             out.push_back({&u, false, ordered ? l.next_seq++ : 0});
             it = l.queue.erase(it);
             continue;
@@ -264,20 +251,24 @@ void window_state::plan(int target, std::vector<send_action>& out) {
             it = l.queue.erase(it);
             continue;
         }
-        if (!l.user_refused) {
+        // A refusal says the target has no attached buffer, or one smaller than that unit:
+        // smaller units may still ask.
+        const bool may_reserve = !l.user_refused || u.stage <= l.user_capacity;
+        if (may_reserve && l.reserving < max_reserving) {
             u.st = origin_unit::state::reserving;
+            ++l.reserving;
             out.push_back({&u, true, 0});
             waiting.push_back(&u);
             ++it;
             continue;
         }
-        if (u.stage > std::max(l.internal.capacity(), l.user_capacity)) {
-            if (try_split(l, it)) continue;  // look at the smaller unit again
+        if (l.user_refused && u.stage > std::max(l.internal.capacity(), l.user_capacity)) {
+            if (try_split(l, u)) continue;  // look at it again, carved smaller
             complete_unit(&u);  // dropped: its error is raised by the next completion call
             it = l.queue.erase(it);
             continue;
         }
-        waiting.push_back(&u);  // internal room frees when units in flight complete
+        waiting.push_back(&u);  // room frees when units in flight complete
         ++it;
     }
 }
@@ -318,8 +309,7 @@ void window_state::pump(int target) {
 
 void window_state::send_unit(int target, origin_unit& u, std::uint64_t seq) {
     const am_record& rec = *u.am;
-    const std::size_t hdr = sizeof(unit_header);
-    const std::size_t cap = _ctx.max_medium() - hdr;
+    const std::size_t cap = _ctx.max_medium();
     unit_header h{};
     h.window = _id;
     h.seq = seq;
@@ -334,30 +324,25 @@ void window_state::send_unit(int target, origin_unit& u, std::uint64_t seq) {
     h.tag = rec.d.tag;
     h.op = rec.d.op;
     h.flags = u.flags | (u.user ? unit_user : 0);
-    const bool one_chunk = u.in_bytes <= cap;
-    _scratch.resize(hdr + (one_chunk ? u.in_bytes : u.in_bytes + hdr));
-    std::byte* packed = _scratch.data() + hdr;
-    if (contiguous(rec.d.input_layout, rec.in_seg) || u.in_bytes == 0) {
-        if (u.in_bytes > 0) std::memcpy(packed, rec.d.input + u.first * rec.in_seg, u.in_bytes);
-    } else {
-        gather(rec.d.input_layout, rec.d.input, u.first, u.count, packed);
+    const std::byte* packed = rec.d.input + u.first * rec.in_seg;
+    if (u.in_bytes > 0 && !contiguous(rec.d.input_layout, rec.in_seg)) {
+        _scratch.resize(u.in_bytes);
+        gather(rec.d.input_layout, rec.d.input, u.first, u.count, _scratch.data());
+        packed = _scratch.data();
     }
     _st.units_sent.fetch_add(1, std::memory_order_relaxed);
     (u.user ? _st.segments_user : _st.segments_internal)
         .fetch_add(u.count, std::memory_order_relaxed);
-    if (one_chunk) {
-        std::memcpy(_scratch.data(), &h, hdr);
-        _layer.send_unit(target, std::span(_scratch.data(), hdr + u.in_bytes));
+    // A send may poll, and the unit may run and complete (and be freed) before the next line:
+    // nothing of `u` is read after the first send.
+    const std::size_t in_bytes = u.in_bytes;
+    if (in_bytes <= cap) {
+        _layer.send_unit(target, h, std::span(packed, in_bytes));
         return;
     }
-    // Several chunks: each a header and the next part, built in front of the packed data.
-    std::vector<std::byte> chunk(hdr + cap);
-    for (std::size_t off = 0; off < u.in_bytes; off += cap) {
-        const std::size_t n = std::min(cap, u.in_bytes - off);
+    for (std::size_t off = 0; off < in_bytes; off += cap) {
         h.chunk_off = off;
-        std::memcpy(chunk.data(), &h, hdr);
-        std::memcpy(chunk.data() + hdr, packed + off, n);
-        _layer.send_unit(target, std::span(chunk.data(), hdr + n));
+        _layer.send_unit(target, h, std::span(packed + off, std::min(cap, in_bytes - off)));
     }
 }
 
@@ -369,7 +354,7 @@ void window_state::complete_unit(origin_unit* u) {
     --l.in_flight;
     --_outstanding;
     if (--rec->units_left == 0) {
-        _ams.remove_if([rec](const std::unique_ptr<am_record>& p) { return p.get() == rec; });
+        _ams.erase(rec);
     }
     _units.erase(u);
 }
@@ -412,6 +397,7 @@ void window_state::on_grant(int target, std::uint64_t token, std::uint64_t offse
                  "a grant names no unit waiting for a reservation here");
         }
         target_link& l = _targets[static_cast<std::size_t>(target)];
+        --l.reserving;
         if (granted) {
             u->st = origin_unit::state::granted;
             u->user = true;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <exception>
 
 namespace am::detail {
 
@@ -108,11 +109,18 @@ void window_state::free() {
     const char* call = "am::window::free";
     check_not_in_op(call);
     core::check_wait(_ctx, call);
-    flush_all(call);
+    std::exception_ptr late;  // as in fence: the barrier first
+    try {
+        flush_all(call);
+    } catch (const error& e) {
+        if (e.code() != errc::too_large) throw;
+        late = std::current_exception();
+    }
     _ctx.barrier();  // every AM to this rank has completed too: its origin flushed before
     _layer.retire(stats());
     _layer.remove(_id);
     _freed = true;
+    if (late) std::rethrow_exception(late);
 }
 
 std::size_t window_state::size_of(int rank) const {
@@ -147,7 +155,7 @@ void window_state::check_not_in_op(const char* call) const {
 // --------------------------------------------------------------------------------- operations
 
 std::uint32_t window_state::register_op(std::string_view name, std::string_view signature,
-                                        window_fn fn) {
+                                        window_fn fn, std::size_t input_align) {
     const char* call = "am::window::register_op";
     check_not_in_op(call);
     core::check_wait(_ctx, call);
@@ -170,8 +178,25 @@ std::uint32_t window_state::register_op(std::string_view name, std::string_view 
         }
     }
     util::maybe_lock g(_m, _locking);
-    _ops.push_back({std::string(name), std::string(signature), std::move(fn)});
+    _ops.push_back({std::string(name), std::string(signature), std::move(fn),
+                    std::max<std::size_t>(input_align, 1)});
     return static_cast<std::uint32_t>(_ops.size() - 1);
+}
+
+void window_state::invoke(const window_op_entry& e, const window_call& c) {
+    const void* saved = t_running_window;
+    t_running_window = this;
+    full_fence();
+    const std::uint64_t t0 = now_ns();
+    try {
+        e.fn(c);
+    } catch (...) {
+        t_running_window = saved;
+        throw;
+    }
+    _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    full_fence();
+    t_running_window = saved;
 }
 
 // ------------------------------------------------------------------------------------ epochs
@@ -209,18 +234,31 @@ void window_state::flush_all(const char* call) {
 
 void window_state::fence(unsigned assert) {
     const char* call = "am::window::fence";
-    flush_all(call);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    check_not_in_op(call);
+    core::check_wait(_ctx, call);
+    // A unit that fits no buffer is this rank's error, but the fence is collective: the others
+    // wait in it (and for this rank's answers), so the error is raised after the barrier.
+    std::exception_ptr late;
+    try {
+        flush_all(call);
+    } catch (const error& e) {
+        if (e.code() != errc::too_large) throw;
+        late = std::current_exception();
+    }
+    full_fence();
     _ctx.barrier();
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     util::maybe_lock g(_m, _locking);
     _fence_open = (assert& epoch_assert::nosucceed) == 0;
     _fence_concurrent = (assert& epoch_assert::concurrent) != 0;
     for (target_link& t : _targets) t.user_refused = false;
+    if (late) std::rethrow_exception(late);
 }
 
 void window_state::lock(int target, lock_type type, unsigned assert) {
     const char* call = "am::window::lock";
+    check_not_in_op(call);  // before anything is sent
+    core::check_wait(_ctx, call);
     size_of(target);
     auto& l = _targets[static_cast<std::size_t>(target)];
     {
@@ -242,6 +280,8 @@ void window_state::lock(int target, lock_type type, unsigned assert) {
 
 void window_state::unlock(int target) {
     const char* call = "am::window::unlock";
+    check_not_in_op(call);
+    core::check_wait(_ctx, call);
     size_of(target);
     auto& l = _targets[static_cast<std::size_t>(target)];
     {
@@ -264,6 +304,8 @@ void window_state::unlock(int target) {
 }
 
 void window_state::lock_all(unsigned assert) {
+    check_not_in_op("am::window::lock_all");
+    core::check_wait(_ctx, "am::window::lock_all");
     if (_lock_all) {
         fail(errc::bad_context, "am::window::lock_all", "lock_all is held already");
     }
@@ -272,6 +314,8 @@ void window_state::lock_all(unsigned assert) {
 }
 
 void window_state::unlock_all() {
+    check_not_in_op("am::window::unlock_all");
+    core::check_wait(_ctx, "am::window::unlock_all");
     if (!_lock_all) {
         fail(errc::bad_context, "am::window::unlock_all", "lock_all is not held");
     }
@@ -373,6 +417,8 @@ void window_state::attach(std::span<std::byte> buffer) {
 
 std::span<std::byte> window_state::detach() {
     const char* call = "am::window::detach";
+    check_not_in_op(call);
+    core::check_wait(_ctx, call);
     std::deque<reservation> refused;
     std::span<std::byte> buffer;
     for (;;) {

@@ -32,16 +32,20 @@ class window_layer;
 struct window_op_entry {
     std::string name, signature;
     window_fn fn;
+    std::size_t input_align;  // the input may be read in place when so aligned
 };
 
 /// One AM issued here, until its last unit completes.
 struct am_record {
     am_desc d;
     std::size_t in_seg = 0, out_seg = 0;
-    std::size_t units_left = 0;
+    std::size_t units_left = 0;  // units carved off and the rest, not complete
+    std::size_t k = 1;           // segments per unit
 };
 
-/// A pipeline unit at the origin, from issue to completion.
+/// A pipeline unit at the origin, from issue to completion. An AM enters the queue as one entry
+/// for all its segments; units of `am_record::k` segments are carved off its front when the
+/// send plan reaches it, so memory grows with the units in flight, not with the AMs queued.
 struct origin_unit {
     am_record* am = nullptr;
     std::size_t first = 0, count = 0;  // segments of the AM
@@ -57,7 +61,8 @@ struct origin_unit {
 struct target_link {
     std::deque<origin_unit*> queue;  // not yet sent, in issue order
     range_alloc internal;            // this origin's internal buffer at the target
-    std::size_t in_flight = 0;       // units sent or reserving, not complete
+    std::size_t in_flight = 0;       // units issued, not complete
+    std::size_t reserving = 0;       // reservations asked for, not answered
     std::uint64_t next_seq = 0;
     bool user_refused = false;      // the target refused a reservation this epoch
     std::size_t user_capacity = 0;  // its attached buffer when it refused (0: none)
@@ -101,7 +106,8 @@ class window_state {
     bool freed() const noexcept { return _freed; }
     bool owns_memory() const noexcept { return _owns_memory; }
 
-    std::uint32_t register_op(std::string_view name, std::string_view signature, window_fn fn);
+    std::uint32_t register_op(std::string_view name, std::string_view signature, window_fn fn,
+                              std::size_t input_align);
     std::size_t op_count() const noexcept { return _ops.size(); }
     void am(const am_desc& d);
 
@@ -117,7 +123,7 @@ class window_state {
     std::span<std::byte> detach();
 
     // Handler bodies (window_layer dispatches by window id).
-    void on_unit(int origin, std::span<const std::byte> chunk);
+    void on_unit(int origin, const unit_header& h, std::span<const std::byte> data);
     void on_output(std::uint64_t token, std::uint64_t off, std::span<const std::byte> data);
     void on_reserve(int origin, std::uint64_t token, std::uint64_t bytes);
     void on_grant(int target, std::uint64_t token, std::uint64_t offset, std::uint64_t capacity,
@@ -131,6 +137,19 @@ class window_state {
     void check_not_in_op(const char* call) const;
 
   private:
+    /// The full memory barrier around operation runs and fences (the paper's UNIFIED model).
+    /// TSan does not model std::atomic_thread_fence (GCC refuses it with -fsanitize=thread):
+    /// a sequentially consistent read-modify-write of a word of the window is one too.
+    void full_fence() noexcept {
+#if defined(__SANITIZE_THREAD__)
+        _fence_word.fetch_add(0, std::memory_order_seq_cst);
+#else
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+    }
+    std::atomic<unsigned> _fence_word{0};
+    /// Runs an operation: refuses re-entry, fences around it, times it.
+    void invoke(const window_op_entry& e, const window_call& c);
     struct lock_guard;
     void check_epoch(int target, const char* call) const;
     void check_desc(const am_desc& d, const char* call) const;
@@ -147,12 +166,13 @@ class window_state {
     };
     void plan(int target, std::vector<send_action>& out);
     bool blocked(const origin_unit& u, const std::vector<const origin_unit*>& waiting) const;
-    bool try_split(target_link& l, std::deque<origin_unit*>::iterator it);
+    bool try_split(target_link& l, origin_unit& u);
+    void carve(target_link& l, std::deque<origin_unit*>::iterator& it);
     void send_unit(int target, origin_unit& u, std::uint64_t seq);
     void complete_unit(origin_unit* u);
     // target
-    void unit_arrived(int origin, const unit_header& h);
-    void run_unit(int origin, const unit_header& h);
+    void run_in_order(int origin, const unit_header& first, const std::byte* input);
+    void run_unit(int origin, const unit_header& h, const std::byte* input);
     std::byte* staging_of(int origin, const unit_header& h);
     void release_user(std::size_t off, std::size_t bytes);
     void grant_waiting();
@@ -176,7 +196,7 @@ class window_state {
     bool _locking;
     // origin
     std::vector<target_link> _targets;
-    std::list<std::unique_ptr<am_record>> _ams;
+    std::unordered_map<am_record*, std::unique_ptr<am_record>> _ams;
     std::unordered_map<origin_unit*, std::unique_ptr<origin_unit>> _units;
     std::size_t _outstanding = 0;  // units issued, not complete (all targets)
     bool _pumping = false;
