@@ -179,7 +179,7 @@ void too_small_job(am::context& ctx) {
         w.lock(target);
         w.am(op, target, std::span<const u64>(one), 1, std::span<u64>(out1), 1, 1, 0, 1);
         w.am(op, target, std::span<const u64>(big), 8, std::span<u64>(out2), 1, 1, 0, 1);
-        expect_error([&] { w.flush(target); }, am::errc::invalid_argument,
+        expect_error([&] { w.flush(target); }, am::errc::too_large,
                      {"am::window::", rank_name(me), "48"});
         w.am(op, target, std::span<const u64>(after), 1, std::span<u64>(out3), 1, 1, 0, 1);
         w.unlock(target);
