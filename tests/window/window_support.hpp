@@ -10,11 +10,17 @@
 #include <am/window.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -157,6 +163,41 @@ inline std::ptrdiff_t first_difference(std::span<const std::byte> got,
     }
     return got.size() == want.size() ? -1 : static_cast<std::ptrdiff_t>(n);
 }
+
+/// Ends the process with a message when it is still alive `limit` after construction: a test
+/// that would hang (a flush that never completes) fails at once instead of at its timeout. Made
+/// in the test body, it watches this process's ranks (threads), the forking parent (shm) or
+/// this process's rank (mpi).
+class watchdog {
+  public:
+    watchdog(std::chrono::seconds limit, std::string what)
+        : _what(std::move(what)), _thread([this, limit] { watch(limit); }) {}
+    ~watchdog() {
+        {
+            std::lock_guard g(_m);
+            _done = true;
+        }
+        _cv.notify_all();
+        _thread.join();
+    }
+    watchdog(const watchdog&) = delete;
+    watchdog& operator=(const watchdog&) = delete;
+
+  private:
+    void watch(std::chrono::seconds limit) {
+        std::unique_lock lk(_m);
+        if (_cv.wait_for(lk, limit, [this] { return _done; })) return;
+        std::fprintf(stderr, "am_test watchdog: %s did not finish within %lld s\n", _what.c_str(),
+                     static_cast<long long>(limit.count()));
+        std::fflush(stderr);
+        std::_Exit(3);
+    }
+    std::string _what;
+    std::mutex _m;
+    std::condition_variable _cv;
+    bool _done = false;
+    std::thread _thread;
+};
 
 /// "rank N", the way am::error messages name the calling rank.
 inline std::string rank_name(int r) {
