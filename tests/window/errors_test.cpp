@@ -161,6 +161,11 @@ struct reentry {
         });
         record([&] { w->fence(); });
         record([&] { w->flush(a.origin); });
+        record([&] { w->lock(a.origin); });
+        record([&] { w->lock_all(); });
+        record([&] { w->detach(); });
+        alignas(16) std::byte spare[64];
+        record([&] { w->attach(spare); });
         running_sum(a);
     }
 };
@@ -192,14 +197,26 @@ void reentry_job(am::context& ctx) {
         << rank_name(me) << ": the update of the operation that called back";
     const std::string bad_ctx = std::to_string(static_cast<int>(am::errc::bad_context)) + " ";
     EXPECT_EQ(r.runs, 1) << rank_name(me);
-    ASSERT_EQ(r.refused.size(), 3u) << rank_name(me);
-    const char* calls[3] = {"am::window::am", "am::window::fence", "am::window::flush"};
-    for (std::size_t i = 0; i < 3; ++i) {
+    const std::vector<std::string> calls = {
+        "am::window::am",   "am::window::fence",  "am::window::flush", "am::window::lock",
+        "am::window::lock", "am::window::detach", "am::window::attach"};
+    ASSERT_EQ(r.refused.size(), calls.size()) << rank_name(me);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
         const std::string& got = r.refused[i];
         EXPECT_EQ(got.rfind(bad_ctx, 0), 0u) << got;
         EXPECT_TRUE(am_test::contains(got, calls[i])) << got;
         EXPECT_TRUE(am_test::contains(got, rank_name(me))) << got;
     }
+    // The refused calls took nothing: every lock can still be had, no buffer is attached.
+    const u64 more[1] = {1};
+    u64 sink[1] = {0};
+    w.lock(right, am::lock_type::exclusive);
+    w.am(op, right, std::span<const u64>(more), 1, std::span<u64>(sink), 1, 1,
+         static_cast<std::size_t>(me), 1);
+    w.unlock(right);
+    w.lock_all();
+    w.unlock_all();
+    EXPECT_TRUE(w.detach().empty()) << rank_name(me) << ": a refused attach attached a buffer";
     ctx.barrier();
     w.free();
 }
@@ -251,6 +268,7 @@ TEST_P(window_errors, bad_arguments_refused_earlier_ams_complete) {
     ASSERT_EQ(run(bad_arguments_job), 0);
 }
 TEST_P(window_errors, operation_calling_back_into_the_window) {
+    const watchdog dog(std::chrono::seconds(20), "operation_calling_back_into_the_window");
     ASSERT_EQ(run(reentry_job), 0);
 }
 TEST_P(window_mismatch, operation_name_differs_on_one_rank) {
