@@ -254,9 +254,40 @@ void mismatch_job(am::context& ctx, bool by_type) {
         }
     }
     ok.issue();
+    // The failed registration left every rank's table alike: the next one is used by all.
+    const op_t third = w.register_op<u64, u64, u64>("third", running_sum);
+    u64 in[1] = {4}, out[1] = {0};
+    w.am(third, me, std::span<const u64>(in), 1, std::span<u64>(out), 1, 1,
+         window_slots(n) / 2 + static_cast<std::size_t>(me), 1);
     w.fence();
     ok.check();
     ok.check_target(3);
+    EXPECT_EQ(out[0], 4u) << rank_name(me) << ": the operation registered after the mismatch";
+    ctx.barrier();
+    w.free();
+}
+
+// window_info differs on the last rank: every rank's constructor refuses it, naming the
+// field's values; a window created after that works.
+void info_mismatch_job(am::context& ctx, int field) {
+    const int n = ctx.size(), me = ctx.rank();
+    am::window_info info;
+    if (me == n - 1) {
+        if (field == 0) info.ordering = am::am_order::none;
+        if (field == 1) info.internal_buffer = 1024;
+        if (field == 2) info.pipeline_unit = 3;
+    }
+    std::vector<std::byte> mem(64);
+    expect_error([&] { am::window w(ctx, mem, info); }, am::errc::invalid_argument,
+                 {"am::window::window", rank_name(me) + ":", "window_info"});
+    am::window w = slots_window(ctx);
+    const op_t op = w.register_op<u64, u64, u64>("running_sum", running_sum);
+    w.fence();
+    accepted ok{w, op};
+    ok.issue();
+    w.fence();
+    ok.check();
+    ok.check_target(1);
     ctx.barrier();
     w.free();
 }
@@ -276,6 +307,13 @@ TEST_P(window_mismatch, operation_name_differs_on_one_rank) {
 }
 TEST_P(window_mismatch, operation_types_differ_on_one_rank) {
     ASSERT_EQ(run([](am::context& ctx) { mismatch_job(ctx, true); }), 0);
+}
+
+TEST_P(window_mismatch, window_info_differs_on_one_rank) {
+    for (int field = 0; field < 3; ++field) {
+        SCOPED_TRACE("field " + std::to_string(field));
+        ASSERT_EQ(run([field](am::context& ctx) { info_mismatch_job(ctx, field); }), 0);
+    }
 }
 
 AM_INSTANTIATE(window_errors, window_params());
