@@ -236,7 +236,50 @@ void split_to_attached_job(am::context& ctx) {
     w.free();
 }
 
+// Segments with no input elements (a query) or no output elements (an update), or neither: the
+// operation still runs once per unit with the right segment counts.
+void empty_parts_job(am::context& ctx) {
+    const int n = ctx.size(), me = ctx.rank();
+    const int right = (me + 1) % n;
+    am::window w = am::window::allocate(ctx, 2 * sizeof(u64));
+    std::size_t runs = 0, segments = 0;
+    const op_t op = w.register_op<u64, u64, u64>(
+        "parts", [&runs, &segments](const am::window_args<u64, u64, u64>& a) {
+            ++runs;
+            segments += a.num_segments;
+            for (std::size_t i = 0; i < a.num_segments; ++i) {
+                for (u64 v : a.in(i)) a.persistent[0] += v;
+                const auto o = a.out(i);
+                for (std::size_t m = 0; m < o.size(); ++m) o[m] = a.persistent[1] + m;
+            }
+        });
+    as_u64(w.memory())[1] = 1000 + static_cast<u64>(me);
+    w.fence();
+    const std::vector<u64> in = {1, 2, 3, 4, 5, 6};
+    std::vector<u64> query(6, 9), none(1, 9);
+    const auto no_elems = am::segment_layout::contiguous(0);
+    w.am(op, right, std::span<const u64>(in).first(0), no_elems, std::span<u64>(query),
+         am::segment_layout::contiguous(2), 3, 0, 2, {1});
+    w.am(op, right, std::span<const u64>(in), am::segment_layout::contiguous(2),
+         std::span<u64>(none).first(0), no_elems, 3, 0, 2, {2});
+    w.am(op, right, std::span<const u64>(in).first(0), no_elems, std::span<u64>(none).first(0),
+         no_elems, 4, 0, 2);
+    w.fence();
+    const u64 c = 1000 + static_cast<u64>(right);
+    EXPECT_EQ(query, (std::vector<u64>{c, c + 1, c, c + 1, c, c + 1})) << rank_name(me);
+    EXPECT_EQ(none[0], 9u) << rank_name(me);
+    EXPECT_EQ(as_u64(w.memory())[0], 21u) << rank_name(me) << ": the updates without outputs";
+    EXPECT_EQ(segments, 10u) << rank_name(me);
+    EXPECT_GE(runs, 3u + 2u + 1u) << rank_name(me);
+    ctx.barrier();
+    w.free();
+}
+
 class window_streaming : public window_test {};
+
+TEST_P(window_streaming, segments_without_input_or_output) {
+    ASSERT_EQ(run(empty_parts_job), 0);
+}
 
 TEST_P(window_streaming, units_are_cut_as_requested_and_run_in_order) {
     ASSERT_EQ(run(units_job), 0);
