@@ -199,8 +199,8 @@ std::uint64_t window::id() const noexcept {
 }
 
 std::uint32_t window::register_bytes(std::string_view name, std::string_view signature,
-                                     window_fn fn) {
-    return _s->register_op(name, signature, std::move(fn));
+                                     window_fn fn, std::size_t input_align) {
+    return _s->register_op(name, signature, std::move(fn), input_align);
 }
 
 void window::check_op(std::uint64_t window_id, const char* call) const {

@@ -26,7 +26,8 @@ inline thread_local const void* t_running_window = nullptr;
 inline constexpr std::uint32_t unit_concurrent = 1;  // run at once, no order, no serialisation
 inline constexpr std::uint32_t unit_user = 2;        // staged in the attached buffer
 
-/// The header in front of every chunk of a unit's input.
+/// What a unit message says besides its input bytes: travels in the message's 13 argument words
+/// (so the payload is the input itself, sent from the origin's buffer when it is contiguous).
 struct unit_header {
     std::uint64_t window;
     std::uint64_t seq;      // the origin's order of ordered units to this target (not concurrent)
@@ -39,6 +40,8 @@ struct unit_header {
     std::uint64_t chunk_off;  // bytes of the unit's input before this chunk
     std::uint32_t op, flags;
 };
+inline constexpr std::size_t unit_words = 13;
+static_assert(sizeof(unit_header) == unit_words * 8);
 
 /// First-fit allocator of [0, capacity) in stage_align units; all sizes rounded up.
 class range_alloc {

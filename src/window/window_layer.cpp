@@ -18,15 +18,13 @@ detail::window_layer& layer(token& t) {
 
 }  // namespace
 
-void unit(token& t, std::span<const std::byte> chunk) {
-    std::uint64_t id = 0;
-    if (chunk.size() < sizeof(detail::unit_header)) {
-        util::fail(errc::invalid_argument, "am::window (unit)", t.ctx().rank(),
-                   "a unit message of " + std::to_string(chunk.size()) + " bytes from rank " +
-                       std::to_string(t.source()) + " is shorter than its header");
-    }
-    std::memcpy(&id, chunk.data(), sizeof id);
-    layer(t).find(id, "am::window (unit)").on_unit(t.source(), chunk);
+using w = std::uint64_t;
+void unit(token& t, std::span<const std::byte> input, w w0, w w1, w w2, w w3, w w4, w w5, w w6,
+          w w7, w w8, w w9, w w10, w w11, w w12) {
+    const w words[detail::unit_words] = {w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12};
+    detail::unit_header h;
+    std::memcpy(&h, words, sizeof h);
+    layer(t).find(h.window, "am::window (unit)").on_unit(t.source(), h, input);
 }
 void output(token& t, std::span<const std::byte> data, std::uint64_t id, std::uint64_t unit,
             std::uint64_t off) {
@@ -125,8 +123,11 @@ std::string window_layer::report() const {
            std::to_string(t.reservations) + " reservations)\n";
 }
 
-void window_layer::send_unit(int target, std::span<const std::byte> chunk) {
-    _ctx.request(target, _h_unit, chunk);
+void window_layer::send_unit(int target, const unit_header& h, std::span<const std::byte> input) {
+    word v[unit_words];
+    std::memcpy(v, &h, sizeof v);
+    _ctx.request(target, _h_unit, input, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
+                 v[10], v[11], v[12]);
 }
 void window_layer::send_output(int origin, std::uint64_t id, std::uint64_t token, std::uint64_t off,
                                std::span<const std::byte> data) {

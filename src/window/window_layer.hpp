@@ -9,6 +9,8 @@
 #include <am/core/layer.hpp>
 #include <am/window.hpp>
 
+#include "window_common.hpp"
+
 #include <cstdint>
 #include <mutex>
 #include <span>
@@ -33,7 +35,7 @@ class window_layer final : public core::layer {
     window_state& find(std::uint64_t id, const char* call);
 
     // Sends (requests, so that they may be sent from any handler).
-    void send_unit(int target, std::span<const std::byte> chunk);
+    void send_unit(int target, const unit_header& h, std::span<const std::byte> input);
     void send_output(int origin, std::uint64_t id, std::uint64_t token, std::uint64_t off,
                      std::span<const std::byte> data);
     void send_reserve(int target, std::uint64_t id, std::uint64_t token, std::uint64_t bytes);
@@ -53,7 +55,10 @@ class window_layer final : public core::layer {
     std::vector<window_state*> _windows;
     window_stats _retired;
     std::uint64_t _created = 0;
-    am::handler<category::medium> _h_unit;
+    using word = std::uint64_t;
+    am::handler<category::medium, word, word, word, word, word, word, word, word, word, word, word,
+                word, word>
+        _h_unit;
     am::handler<category::medium, std::uint64_t, std::uint64_t, std::uint64_t> _h_output;
     am::handler<category::short_am, std::uint64_t, std::uint64_t, std::uint64_t> _h_reserve;
     am::handler<category::short_am, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,

@@ -101,28 +101,19 @@ void window_state::am(const am_desc& d) {
     rec->d = d;
     rec->in_seg = in_seg;
     rec->out_seg = out_seg;
-    std::vector<std::unique_ptr<origin_unit>> units;
-    for (std::size_t first = 0; first < d.num_segments; first += k) {
-        auto u = std::make_unique<origin_unit>();
-        u->am = rec.get();
-        u->first = first;
-        u->count = std::min(k, d.num_segments - first);
-        u->in_bytes = u->count * in_seg;
-        u->out_bytes = u->count * out_seg;
-        u->stage = unit_stage(u->count, in_seg, out_seg);
-        u->flags = flags;
-        units.push_back(std::move(u));
-    }
-    rec->units_left = units.size();
+    rec->k = k;
+    rec->units_left = 1;
+    auto u = std::make_unique<origin_unit>();
+    u->am = rec.get();
+    u->count = d.num_segments;
+    u->flags = flags;
     {
         util::maybe_lock g(_m, _locking);
         target_link& l = _targets[static_cast<std::size_t>(d.target)];
-        for (auto& u : units) {
-            l.queue.push_back(u.get());
-            _units.emplace(u.get(), std::move(u));
-        }
-        l.in_flight += rec->units_left;
-        _outstanding += rec->units_left;
+        l.queue.push_back(u.get());
+        _units.emplace(u.get(), std::move(u));
+        ++l.in_flight;
+        ++_outstanding;
         _ams.emplace(rec.get(), std::move(rec));
     }
     pump(d.target);
@@ -193,13 +184,12 @@ bool window_state::blocked(const origin_unit& u,
     return false;
 }
 
-// Splits the unit at `it` into units that fit the larger of the target's buffers; false (and
+// Makes the units of `u`'s AM small enough for the larger of the target's buffers; false (and
 // the AM's error recorded) when not even one segment fits.
-bool window_state::try_split(target_link& l, std::deque<origin_unit*>::iterator it) {
-    origin_unit& u = **it;
-    const am_record& rec = *u.am;
+bool window_state::try_split(target_link& l, origin_unit& u) {
+    am_record& rec = *u.am;
     const std::size_t room = std::max(l.internal.capacity(), l.user_capacity);
-    std::size_t k = u.count;
+    std::size_t k = std::min(u.count, rec.k);
     while (k > 0 && unit_stage(k, rec.in_seg, rec.out_seg) > room) --k;
     if (k == 0) {
         if (_error.empty()) {
@@ -215,26 +205,25 @@ bool window_state::try_split(target_link& l, std::deque<origin_unit*>::iterator 
         }
         return false;
     }
-    std::vector<origin_unit*> parts;
-    for (std::size_t first = u.first + k; first < u.first + u.count; first += k) {
-        auto p = std::make_unique<origin_unit>(u);
-        p->first = first;
-        p->count = std::min(k, u.first + u.count - first);
-        p->in_bytes = p->count * rec.in_seg;
-        p->out_bytes = p->count * rec.out_seg;
-        p->stage = unit_stage(p->count, rec.in_seg, rec.out_seg);
-        parts.push_back(p.get());
-        _units.emplace(p.get(), std::move(p));
-    }
-    u.count = k;
-    u.in_bytes = k * rec.in_seg;
-    u.out_bytes = k * rec.out_seg;
-    u.stage = unit_stage(k, rec.in_seg, rec.out_seg);
-    u.am->units_left += parts.size();
-    l.in_flight += parts.size();
-    _outstanding += parts.size();
-    l.queue.insert(std::next(it), parts.begin(), parts.end());
+    rec.k = k;
     return true;
+}
+
+// Carves a unit of the AM's k segments off the front of the queue entry at `it` (which keeps
+// the rest) and points `it` at the new unit.
+void window_state::carve(target_link& l, std::deque<origin_unit*>::iterator& it) {
+    origin_unit& rest = **it;
+    am_record& rec = *rest.am;
+    auto p = std::make_unique<origin_unit>(rest);
+    p->count = rec.k;
+    rest.first += rec.k;
+    rest.count -= rec.k;
+    origin_unit* raw = p.get();
+    _units.emplace(raw, std::move(p));
+    ++rec.units_left;
+    ++l.in_flight;
+    ++_outstanding;
+    it = l.queue.insert(it, raw);
 }
 
 // How far past the first waiting unit the origin looks for units that may overtake it, and how
@@ -255,6 +244,15 @@ void window_state::plan(int target, std::vector<send_action>& out) {
             ++it;
             continue;
         }
+        if (u.st == origin_unit::state::queued && u.count > u.am->k) {
+            carve(l, it);
+            continue;
+        }
+        if (u.st == origin_unit::state::queued) {
+            u.in_bytes = u.count * u.am->in_seg;
+            u.out_bytes = u.count * u.am->out_seg;
+            u.stage = unit_stage(u.count, u.am->in_seg, u.am->out_seg);
+        }
         const bool ordered = (u.flags & unit_concurrent) == 0;
         if (u.st == origin_unit::state::granted) {
             u.st = origin_unit::state::sent;
@@ -272,7 +270,10 @@ void window_state::plan(int target, std::vector<send_action>& out) {
             it = l.queue.erase(it);
             continue;
         }
-        if (!l.user_refused && l.reserving < max_reserving) {
+        // A refusal says the target has no attached buffer, or one smaller than that unit:
+        // smaller units may still ask.
+        const bool may_reserve = !l.user_refused || u.stage <= l.user_capacity;
+        if (may_reserve && l.reserving < max_reserving) {
             u.st = origin_unit::state::reserving;
             ++l.reserving;
             out.push_back({&u, true, 0});
@@ -281,7 +282,7 @@ void window_state::plan(int target, std::vector<send_action>& out) {
             continue;
         }
         if (l.user_refused && u.stage > std::max(l.internal.capacity(), l.user_capacity)) {
-            if (try_split(l, it)) continue;  // look at the smaller unit again
+            if (try_split(l, u)) continue;  // look at it again, carved smaller
             complete_unit(&u);  // dropped: its error is raised by the next completion call
             it = l.queue.erase(it);
             continue;
@@ -327,8 +328,7 @@ void window_state::pump(int target) {
 
 void window_state::send_unit(int target, origin_unit& u, std::uint64_t seq) {
     const am_record& rec = *u.am;
-    const std::size_t hdr = sizeof(unit_header);
-    const std::size_t cap = _ctx.max_medium() - hdr;
+    const std::size_t cap = _ctx.max_medium();
     unit_header h{};
     h.window = _id;
     h.seq = seq;
@@ -343,30 +343,22 @@ void window_state::send_unit(int target, origin_unit& u, std::uint64_t seq) {
     h.tag = rec.d.tag;
     h.op = rec.d.op;
     h.flags = u.flags | (u.user ? unit_user : 0);
-    const bool one_chunk = u.in_bytes <= cap;
-    _scratch.resize(hdr + (one_chunk ? u.in_bytes : u.in_bytes + hdr));
-    std::byte* packed = _scratch.data() + hdr;
-    if (contiguous(rec.d.input_layout, rec.in_seg) || u.in_bytes == 0) {
-        if (u.in_bytes > 0) std::memcpy(packed, rec.d.input + u.first * rec.in_seg, u.in_bytes);
-    } else {
-        gather(rec.d.input_layout, rec.d.input, u.first, u.count, packed);
+    const std::byte* packed = rec.d.input + u.first * rec.in_seg;
+    if (u.in_bytes > 0 && !contiguous(rec.d.input_layout, rec.in_seg)) {
+        _scratch.resize(u.in_bytes);
+        gather(rec.d.input_layout, rec.d.input, u.first, u.count, _scratch.data());
+        packed = _scratch.data();
     }
     _st.units_sent.fetch_add(1, std::memory_order_relaxed);
     (u.user ? _st.segments_user : _st.segments_internal)
         .fetch_add(u.count, std::memory_order_relaxed);
-    if (one_chunk) {
-        std::memcpy(_scratch.data(), &h, hdr);
-        _layer.send_unit(target, std::span(_scratch.data(), hdr + u.in_bytes));
+    if (u.in_bytes <= cap) {
+        _layer.send_unit(target, h, std::span(packed, u.in_bytes));
         return;
     }
-    // Several chunks: each a header and the next part, built in front of the packed data.
-    std::vector<std::byte> chunk(hdr + cap);
     for (std::size_t off = 0; off < u.in_bytes; off += cap) {
-        const std::size_t n = std::min(cap, u.in_bytes - off);
         h.chunk_off = off;
-        std::memcpy(chunk.data(), &h, hdr);
-        std::memcpy(chunk.data() + hdr, packed + off, n);
-        _layer.send_unit(target, std::span(chunk.data(), hdr + n));
+        _layer.send_unit(target, h, std::span(packed + off, std::min(cap, u.in_bytes - off)));
     }
 }
 

@@ -147,7 +147,7 @@ void window_state::check_not_in_op(const char* call) const {
 // --------------------------------------------------------------------------------- operations
 
 std::uint32_t window_state::register_op(std::string_view name, std::string_view signature,
-                                        window_fn fn) {
+                                        window_fn fn, std::size_t input_align) {
     const char* call = "am::window::register_op";
     check_not_in_op(call);
     core::check_wait(_ctx, call);
@@ -170,7 +170,8 @@ std::uint32_t window_state::register_op(std::string_view name, std::string_view 
         }
     }
     util::maybe_lock g(_m, _locking);
-    _ops.push_back({std::string(name), std::string(signature), std::move(fn)});
+    _ops.push_back({std::string(name), std::string(signature), std::move(fn),
+                    std::max<std::size_t>(input_align, 1)});
     return static_cast<std::uint32_t>(_ops.size() - 1);
 }
 

@@ -32,16 +32,20 @@ class window_layer;
 struct window_op_entry {
     std::string name, signature;
     window_fn fn;
+    std::size_t input_align;  // the input may be read in place when so aligned
 };
 
 /// One AM issued here, until its last unit completes.
 struct am_record {
     am_desc d;
     std::size_t in_seg = 0, out_seg = 0;
-    std::size_t units_left = 0;
+    std::size_t units_left = 0;  // units carved off and the rest, not complete
+    std::size_t k = 1;           // segments per unit
 };
 
-/// A pipeline unit at the origin, from issue to completion.
+/// A pipeline unit at the origin, from issue to completion. An AM enters the queue as one entry
+/// for all its segments; units of `am_record::k` segments are carved off its front when the
+/// send plan reaches it, so memory grows with the units in flight, not with the AMs queued.
 struct origin_unit {
     am_record* am = nullptr;
     std::size_t first = 0, count = 0;  // segments of the AM
@@ -102,7 +106,8 @@ class window_state {
     bool freed() const noexcept { return _freed; }
     bool owns_memory() const noexcept { return _owns_memory; }
 
-    std::uint32_t register_op(std::string_view name, std::string_view signature, window_fn fn);
+    std::uint32_t register_op(std::string_view name, std::string_view signature, window_fn fn,
+                              std::size_t input_align);
     std::size_t op_count() const noexcept { return _ops.size(); }
     void am(const am_desc& d);
 
@@ -118,7 +123,7 @@ class window_state {
     std::span<std::byte> detach();
 
     // Handler bodies (window_layer dispatches by window id).
-    void on_unit(int origin, std::span<const std::byte> chunk);
+    void on_unit(int origin, const unit_header& h, std::span<const std::byte> data);
     void on_output(std::uint64_t token, std::uint64_t off, std::span<const std::byte> data);
     void on_reserve(int origin, std::uint64_t token, std::uint64_t bytes);
     void on_grant(int target, std::uint64_t token, std::uint64_t offset, std::uint64_t capacity,
@@ -148,12 +153,13 @@ class window_state {
     };
     void plan(int target, std::vector<send_action>& out);
     bool blocked(const origin_unit& u, const std::vector<const origin_unit*>& waiting) const;
-    bool try_split(target_link& l, std::deque<origin_unit*>::iterator it);
+    bool try_split(target_link& l, origin_unit& u);
+    void carve(target_link& l, std::deque<origin_unit*>::iterator& it);
     void send_unit(int target, origin_unit& u, std::uint64_t seq);
     void complete_unit(origin_unit* u);
     // target
-    void unit_arrived(int origin, const unit_header& h);
-    void run_unit(int origin, const unit_header& h);
+    void run_in_order(int origin, const unit_header& first, const std::byte* input);
+    void run_unit(int origin, const unit_header& h, const std::byte* input);
     std::byte* staging_of(int origin, const unit_header& h);
     void release_user(std::size_t off, std::size_t bytes);
     void grant_waiting();

@@ -55,11 +55,8 @@ std::byte* window_state::staging_of(int origin, const unit_header& h) {
     return o.internal.data() + h.staging;
 }
 
-void window_state::on_unit(int origin, std::span<const std::byte> chunk) {
+void window_state::on_unit(int origin, const unit_header& h, std::span<const std::byte> data) {
     const char* call = "am::window (unit)";
-    unit_header h;
-    std::memcpy(&h, chunk.data(), sizeof h);
-    const std::span<const std::byte> data = chunk.subspan(sizeof h);
     const std::size_t in_bytes = h.num_segments * h.in_seg;
     if (h.op >= op_count()) {
         fail(errc::bad_handler, call,
@@ -72,8 +69,29 @@ void window_state::on_unit(int origin, std::span<const std::byte> chunk) {
              "a unit chunk from rank " + std::to_string(origin) + " lies outside its input");
     }
     std::byte* st = staging_of(origin, h);
+    const bool whole = data.size() == in_bytes;
+    const window_op_entry* e = nullptr;
+    {
+        util::maybe_lock g(_m, _locking);
+        e = &_ops[h.op];
+    }
+    if (whole && reinterpret_cast<std::uintptr_t>(data.data()) % e->input_align == 0) {
+        // The common case: the unit in one message. It runs on the message's bytes unless it
+        // must wait for an earlier unit of its origin (then it is copied to its staging area).
+        if ((h.flags & unit_concurrent) == 0) {
+            util::maybe_lock g(_m, _locking);
+            origin_link& o = _origins[static_cast<std::size_t>(origin)];
+            if (h.seq != o.expected) {
+                if (!data.empty()) std::memcpy(st, data.data(), data.size());
+                o.parked.emplace(h.seq, h);
+                return;
+            }
+        }
+        run_in_order(origin, h, data.data());
+        return;
+    }
     if (!data.empty()) std::memcpy(st + h.chunk_off, data.data(), data.size());
-    if (data.size() != in_bytes) {
+    if (!whole) {
         util::maybe_lock g(_m, _locking);
         auto& partial = _origins[static_cast<std::size_t>(origin)].partial;
         std::size_t& got = partial[h.token];
@@ -81,35 +99,38 @@ void window_state::on_unit(int origin, std::span<const std::byte> chunk) {
         if (got < in_bytes) return;
         partial.erase(h.token);
     }
-    unit_arrived(origin, h);
-}
-
-void window_state::unit_arrived(int origin, const unit_header& first) {
-    if ((first.flags & unit_concurrent) != 0) {
-        run_unit(origin, first);
-        return;
-    }
-    origin_link& o = _origins[static_cast<std::size_t>(origin)];
-    {
+    if ((h.flags & unit_concurrent) == 0) {
         util::maybe_lock g(_m, _locking);
-        if (first.seq != o.expected) {
-            o.parked.emplace(first.seq, first);
+        origin_link& o = _origins[static_cast<std::size_t>(origin)];
+        if (h.seq != o.expected) {
+            o.parked.emplace(h.seq, h);
             return;
         }
     }
-    unit_header h = first;
+    run_in_order(origin, h, st);
+}
+
+// Runs the unit `first` (its input at `input`), then, for ordered units, the parked units of
+// the same origin that are next in its order.
+void window_state::run_in_order(int origin, const unit_header& first, const std::byte* input) {
+    run_unit(origin, first, input);
+    if ((first.flags & unit_concurrent) != 0) return;
+    origin_link& o = _origins[static_cast<std::size_t>(origin)];
     for (;;) {
-        run_unit(origin, h);
-        util::maybe_lock g(_m, _locking);
-        ++o.expected;
-        auto it = o.parked.find(o.expected);
-        if (it == o.parked.end()) return;
-        h = it->second;
-        o.parked.erase(it);
+        unit_header h;
+        {
+            util::maybe_lock g(_m, _locking);
+            ++o.expected;
+            auto it = o.parked.find(o.expected);
+            if (it == o.parked.end()) return;
+            h = it->second;
+            o.parked.erase(it);
+        }
+        run_unit(origin, h, staging_of(origin, h));
     }
 }
 
-void window_state::run_unit(int origin, const unit_header& h) {
+void window_state::run_unit(int origin, const unit_header& h, const std::byte* input) {
     const char* call = "am::window (unit)";
     if (h.persistent_disp > _memory.size() ||
         h.persistent_bytes > _memory.size() - h.persistent_disp) {
@@ -126,7 +147,7 @@ void window_state::run_unit(int origin, const unit_header& h) {
         util::maybe_lock g(_m, _locking);
         e = &_ops[h.op];
     }
-    const window_call c{st,
+    const window_call c{input,
                         h.in_seg,
                         _memory.data() + h.persistent_disp,
                         h.persistent_bytes,
