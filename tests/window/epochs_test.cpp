@@ -164,7 +164,80 @@ void flush_job(am::context& ctx) {
     w.free();
 }
 
+// Readers and writers on rank 0: persistent [readers, writer]; input [command]; the output
+// is what the section must see (the writer flag for readers, readers + writer for writers).
+enum rw_command : u64 { enter_shared, leave_shared, enter_exclusive, leave_exclusive };
+
+void readers_writers(const am::window_args<u64, u64, u64>& a) {
+    if (a.persistent.size() != 2 || a.input.size() != 1 || a.output.size() != 1) return;
+    u64& readers = a.persistent[0];
+    u64& writer = a.persistent[1];
+    switch (a.input[0]) {
+        case enter_shared:
+            ++readers;
+            a.output[0] = writer;
+            break;
+        case leave_shared:
+            --readers;
+            a.output[0] = writer;
+            break;
+        case enter_exclusive:
+            a.output[0] = readers + writer;
+            writer = 1;
+            break;
+        default:
+            writer = 0;
+            a.output[0] = readers;
+    }
+}
+
+u64 rw_call(am::window& w, op_t op, rw_command c, bool flush) {
+    const u64 in[1] = {c};
+    u64 out[1] = {~u64{0}};
+    w.am(op, 0, std::span<const u64>(in), 1, std::span<u64>(out), 1, 1, 0, 2);
+    if (flush) w.flush(0);
+    return out[0];
+}
+
+// Every rank alternates shared and exclusive sections on rank 0; a shared section never sees a
+// writer, an exclusive one never sees anybody else.
+void shared_exclusive_job(am::context& ctx) {
+    const int n = ctx.size(), me = ctx.rank();
+    const int rounds = n > 4 ? 4 : 10;
+    am::window w = am::window::allocate(ctx, 2 * sizeof(u64));
+    const op_t op = w.register_op<u64, u64, u64>("readers_writers", readers_writers);
+    ctx.barrier();
+    for (int i = 0; i < rounds; ++i) {
+        if ((i + me) % 2 == 0) {
+            w.lock(0, am::lock_type::shared);
+            EXPECT_EQ(rw_call(w, op, enter_shared, true), 0u)
+                << rank_name(me) << ": a writer inside";
+            EXPECT_EQ(rw_call(w, op, leave_shared, true), 0u)
+                << rank_name(me) << ": a writer inside";
+            w.unlock(0);
+        } else {
+            w.lock(0, am::lock_type::exclusive);
+            EXPECT_EQ(rw_call(w, op, enter_exclusive, true), 0u)
+                << rank_name(me) << ": readers or a writer inside an exclusive section";
+            EXPECT_EQ(rw_call(w, op, leave_exclusive, true), 0u)
+                << rank_name(me) << ": readers came in during an exclusive section";
+            w.unlock(0);
+        }
+    }
+    ctx.barrier();
+    if (me == 0) {
+        EXPECT_EQ(as_u64(w.memory())[0], 0u);
+        EXPECT_EQ(as_u64(w.memory())[1], 0u);
+    }
+    ctx.barrier();
+    w.free();
+}
+
 class window_epochs : public window_test {};
+
+TEST_P(window_epochs, shared_and_exclusive_locks_exclude_each_other) {
+    ASSERT_EQ(run(shared_exclusive_job), 0);
+}
 
 TEST_P(window_epochs, exclusive_locks_exclude_each_other) {
     ASSERT_EQ(run(exclusive_job), 0);

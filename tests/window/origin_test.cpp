@@ -180,7 +180,51 @@ void origin_job(am::context& ctx) {
     conc.free();
 }
 
+// Passive epochs: lock_all with the assertion runs the AMs to mapped targets here too, and
+// flush_all completes the others; the windows end as the reference says.
+void origin_lock_all_job(am::context& ctx) {
+    const int n = ctx.size(), me = ctx.rank();
+    am::window w = am::window::allocate(ctx, (ro + acc) * sizeof(u64));
+    const auto op = w.register_op<u64, u64, u64>("accumulate", accumulate);
+    init_window(w.memory(), me);
+    ctx.barrier();
+    const auto all = [](int) { return true; };
+    std::deque<one_am> ams = plan(me, n, 3, all);
+    std::size_t near_ams = 0;
+    w.lock_all(am::epoch_assert::concurrent);
+    for (one_am& a : ams) {
+        w.am(op, a.target, std::span<const u64>(a.in), a.in_per, std::span<u64>(a.out), a.out_per,
+             a.nseg, 0, ro + acc);
+        if (same_node(me, a.target)) ++near_ams;
+    }
+    w.flush_all();
+    for (std::size_t i = 0; i < ams.size(); ++i) {
+        std::vector<u64> mem(ro + acc);
+        init_window(std::as_writable_bytes(std::span(mem)), ams[i].target);
+        EXPECT_EQ(ams[i].out, reference(ams[i], mem))
+            << rank_name(me) << ": output of AM " << i << " to rank " << ams[i].target;
+    }
+    w.unlock_all();
+    const am::window_stats s = w.stats();
+    EXPECT_GE(s.units_at_origin, near_ams) << rank_name(me);
+    EXPECT_GE(s.units_sent, ams.size() - near_ams) << rank_name(me);
+    if (near_ams == ams.size()) {
+        EXPECT_EQ(s.units_sent, 0u) << rank_name(me);
+    }
+    ctx.barrier();
+    const std::vector<u64> want = expected_window(me, n, 3, [](int, int) { return true; });
+    const auto got = as_u64(w.memory());
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end()))
+        << rank_name(me) << ": the window differs from the reference";
+    ctx.barrier();
+    w.free();
+}
+
 class window_origin : public window_test {};
+
+TEST_P(window_origin, concurrent_lock_all_runs_at_the_origin) {
+    ASSERT_EQ(run(origin_lock_all_job), 0);
+}
 
 TEST_P(window_origin, concurrent_epochs_run_at_the_origin_with_the_same_result) {
     ASSERT_EQ(run(origin_job), 0);

@@ -409,6 +409,22 @@ TEST_P(window_random, attached_buffer_only) {
     ASSERT_EQ(run([&](am::context& ctx) { random_job(ctx, opt); }), 0);
 }
 
+// Operations run on a progress thread; medium messages of 256 bytes and small rings, so that
+// units (and outputs) travel in several chunks and sends wait for room.
+TEST_P(window_random, progress_thread_small_rings) {
+    job_options opt;
+    opt.seed = 14;
+    opt.info.internal_buffer = 1024;
+    opt.attach = 8 << 10;
+    ASSERT_EQ(run([&](am::context& ctx) { random_job(ctx, opt); },
+                  [](am::config& cfg) {
+                      cfg.progress_thread = true;
+                      cfg.ring_bytes = 4 << 10;
+                      cfg.max_medium = 256;
+                  }),
+              0);
+}
+
 AM_INSTANTIATE(window_random, window_params());
 
 }  // namespace
