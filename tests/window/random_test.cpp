@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Random window AMs against a sequential reference. Every rank draws the same plan from one
 // seed: in each of three fence epochs every origin issues AMs to every target (more to random
-// ones), of three operations with different In/P/Out types, random strided and indexed origin
+// ones), of four operations with different In/P/Out types, random strided and indexed origin
 // layouts for input and output, 0, 1 or many segments, pipeline units 0 (the window's), 1, 3,
 // k = n and k > n, and random persistent ranges. Each rank then replays the plan sequentially
 // and checks its own window and every output buffer it owns (around the scattered outputs too)
@@ -14,9 +14,13 @@
 //       outputs depend on the order of the AMs of that origin (strict ordering keeps it);
 //   scatter_add (i16 → u32 → 3-byte struct) on the shared range: commutative additions from
 //       all origins; outputs from the input only;
-//   gather (u16 → u64 → u64) reads the origin's private range (ordered after its fetch_adds).
+//   gather (u16 → u64 → u64) reads the origin's private range (ordered after its fetch_adds);
+//   pair_add (16-byte-aligned pairs → u64 → pairs) updates the private range too.
+// Every run also checks that its input, persistent and output elements are aligned for their
+// types.
 #include "window/window_support.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <variant>
@@ -33,6 +37,11 @@ constexpr int epochs = 3;
 struct out3 {
     std::uint8_t b[3];
     bool operator==(const out3&) const = default;
+};
+
+struct alignas(16) pair64 {
+    std::uint64_t a, b;
+    bool operator==(const pair64&) const = default;
 };
 
 // ------------------------------------------------------------------ the operations' kernels
@@ -86,9 +95,36 @@ void k_gather(std::span<const std::uint16_t> in, std::size_t in_per, std::span<s
     }
 }
 
+void k_pair_add(std::span<const pair64> in, std::size_t in_per, std::span<std::uint64_t> p,
+                std::span<pair64> out, std::size_t out_per, std::size_t nseg, std::size_t off) {
+    const std::size_t c = p.size();
+    if (c == 0) return;
+    for (std::size_t i = 0; i < nseg; ++i) {
+        const std::uint64_t s = off + i;
+        for (std::size_t j = 0; j < in_per; ++j) {
+            const pair64 v = in[i * in_per + j];
+            p[(s * 3 + j) % c] += (v.a ^ v.b) + s;
+        }
+        for (std::size_t m = 0; m < out_per; ++m) out[i * out_per + m] = {p[(s + m) % c], s * m};
+    }
+}
+
+// Counts runs whose input, persistent or output elements are not aligned for their types.
+template <class In, class P, class Out>
+void check_alignment(const am::window_args<In, P, Out>& a, std::atomic<std::uint64_t>& bad) {
+    const auto off = [](const void* ptr, std::size_t align) {
+        return reinterpret_cast<std::uintptr_t>(ptr) % align != 0;
+    };
+    if ((!a.input.empty() && off(a.input.data(), alignof(In))) ||
+        (!a.persistent.empty() && off(a.persistent.data(), alignof(P))) ||
+        (!a.output.empty() && off(a.output.data(), alignof(Out)))) {
+        bad.fetch_add(1);
+    }
+}
+
 // --------------------------------------------------------------------------------- the plan
 
-enum class op_kind { fetch_add, scatter_add, gather };
+enum class op_kind { fetch_add, scatter_add, gather, pair_add };
 
 struct am_plan {
     int target = 0;
@@ -112,7 +148,7 @@ std::size_t random_segments(rng& r) {
     const std::size_t k = r.below(10);
     if (k == 0) return 0;
     if (k <= 2) return 1;
-    return r.between(2, 9);
+    return r.percent(80) ? r.between(2, 9) : r.between(10, 24);
 }
 
 std::size_t random_unit(rng& r, std::size_t nseg) {
@@ -133,7 +169,7 @@ std::size_t random_unit(rng& r, std::size_t nseg) {
 am_plan random_am(rng& r, int origin, int target, int n) {
     am_plan a;
     a.target = target;
-    a.op = static_cast<op_kind>(r.below(3));
+    a.op = static_cast<op_kind>(r.below(4));
     a.nseg = random_segments(r);
     a.in_l = random_layout(r, 1, 10);
     a.out_l = random_layout(r, 1, 10);
@@ -157,7 +193,7 @@ std::vector<am_plan> plan_of(std::uint64_t seed, int epoch, int o, int n) {
     rng r{mix(seed ^ (static_cast<std::uint64_t>(epoch) << 40) ^ static_cast<std::uint64_t>(o))};
     std::vector<am_plan> v;
     for (int t = 0; t < n; ++t) v.push_back(random_am(r, o, t, n));
-    const std::size_t extra = n > 4 ? r.below(3) : r.between(2, 6);
+    const std::size_t extra = n > 4 ? r.between(1, 4) : r.between(8, 24);
     for (std::size_t i = 0; i < extra; ++i) {
         v.push_back(random_am(r, o, static_cast<int>(r.below(static_cast<std::size_t>(n))), n));
     }
@@ -190,7 +226,7 @@ struct typed_buffers {
 
 using buffers =
     std::variant<typed_buffers<std::uint32_t, std::uint64_t>, typed_buffers<std::int16_t, out3>,
-                 typed_buffers<std::uint16_t, std::uint64_t>>;
+                 typed_buffers<std::uint16_t, std::uint64_t>, typed_buffers<pair64, pair64>>;
 
 buffers make_buffers(const am_plan& a) {
     switch (a.op) {
@@ -198,8 +234,10 @@ buffers make_buffers(const am_plan& a) {
             return typed_buffers<std::uint32_t, std::uint64_t>(a);
         case op_kind::scatter_add:
             return typed_buffers<std::int16_t, out3>(a);
-        default:
+        case op_kind::gather:
             return typed_buffers<std::uint16_t, std::uint64_t>(a);
+        default:
+            return typed_buffers<pair64, pair64>(a);
     }
 }
 
@@ -224,9 +262,12 @@ void reference(const am_plan& a, std::span<std::byte> mem, buffers& b) {
         case op_kind::scatter_add:
             reference_run<std::int16_t, std::uint32_t, out3>(a, mem, std::get<1>(b), k_scatter_add);
             break;
-        default:
+        case op_kind::gather:
             reference_run<std::uint16_t, std::uint64_t, std::uint64_t>(a, mem, std::get<2>(b),
                                                                        k_gather);
+            break;
+        default:
+            reference_run<pair64, std::uint64_t, pair64>(a, mem, std::get<3>(b), k_pair_add);
     }
 }
 
@@ -236,24 +277,34 @@ struct ops {
     am::window_op<std::uint32_t, std::uint64_t, std::uint64_t> fetch_add;
     am::window_op<std::int16_t, std::uint32_t, out3> scatter_add;
     am::window_op<std::uint16_t, std::uint64_t, std::uint64_t> gather;
+    am::window_op<pair64, std::uint64_t, pair64> pair_add;
 };
 
-ops register_ops(am::window& w) {
+ops register_ops(am::window& w, std::atomic<std::uint64_t>& bad) {
     ops o;
     o.fetch_add = w.register_op<std::uint32_t, std::uint64_t, std::uint64_t>(
-        "fetch_add", [](const am::window_args<std::uint32_t, std::uint64_t, std::uint64_t>& a) {
+        "fetch_add", [&bad](const am::window_args<std::uint32_t, std::uint64_t, std::uint64_t>& a) {
+            check_alignment(a, bad);
             k_fetch_add(a.input, a.input_per_segment, a.persistent, a.output, a.output_per_segment,
                         a.num_segments, a.segment_offset);
         });
     o.scatter_add = w.register_op<std::int16_t, std::uint32_t, out3>(
-        "scatter_add", [](const am::window_args<std::int16_t, std::uint32_t, out3>& a) {
+        "scatter_add", [&bad](const am::window_args<std::int16_t, std::uint32_t, out3>& a) {
+            check_alignment(a, bad);
             k_scatter_add(a.input, a.input_per_segment, a.persistent, a.output,
                           a.output_per_segment, a.num_segments, a.segment_offset);
         });
     o.gather = w.register_op<std::uint16_t, std::uint64_t, std::uint64_t>(
-        "gather", [](const am::window_args<std::uint16_t, std::uint64_t, std::uint64_t>& a) {
+        "gather", [&bad](const am::window_args<std::uint16_t, std::uint64_t, std::uint64_t>& a) {
+            check_alignment(a, bad);
             k_gather(a.input, a.input_per_segment, a.persistent, a.output, a.output_per_segment,
                      a.num_segments, a.segment_offset);
+        });
+    o.pair_add = w.register_op<pair64, std::uint64_t, pair64>(
+        "pair_add", [&bad](const am::window_args<pair64, std::uint64_t, pair64>& a) {
+            check_alignment(a, bad);
+            k_pair_add(a.input, a.input_per_segment, a.persistent, a.output, a.output_per_segment,
+                       a.num_segments, a.segment_offset);
         });
     return o;
 }
@@ -273,9 +324,15 @@ void issue(am::window& w, const ops& o, const am_plan& a, buffers& b) {
                  a.disp, a.count, opt);
             break;
         }
-        default: {
+        case op_kind::gather: {
             auto& t = std::get<2>(b);
             w.am(o.gather, a.target, t.in_span(a), a.in_l, t.out_span(a), a.out_l, a.nseg, a.disp,
+                 a.count, opt);
+            break;
+        }
+        default: {
+            auto& t = std::get<3>(b);
+            w.am(o.pair_add, a.target, t.in_span(a), a.in_l, t.out_span(a), a.out_l, a.nseg, a.disp,
                  a.count, opt);
         }
     }
@@ -299,7 +356,16 @@ struct job_options {
 
 struct totals {
     std::uint64_t ams = 0, segments = 0;
+    std::uint64_t too_big = 0;  // segments that cannot stage in the internal buffer
 };
+
+// Bytes one segment of `a` stages at its target (input and output, each rounded up to 16).
+std::size_t segment_stage(const am_plan& a) {
+    static constexpr std::size_t in_bytes[] = {4, 2, 2, 16}, out_bytes[] = {8, 3, 8, 16};
+    const auto k = static_cast<std::size_t>(a.op);
+    const auto up = [](std::size_t b) { return (b + 15) / 16 * 16; };
+    return up(elements_of(a.in_l) * in_bytes[k]) + up(elements_of(a.out_l) * out_bytes[k]);
+}
 
 // One epoch: every rank issues its AMs, the fence completes them, and the rank checks its
 // window and its outputs against the replay of all ranks' AMs on the simulated windows.
@@ -314,6 +380,7 @@ totals run_epoch(am::context& ctx, am::window& w, const ops& o, const job_option
         issue(w, o, a, bufs.back());
         ++t.ams;
         t.segments += a.nseg;
+        if (segment_stage(a) > opt.info.internal_buffer) t.too_big += a.nseg;
     }
     w.fence();
     // The replay: all origins' AMs in issue order per origin (only same-origin order matters).
@@ -346,7 +413,8 @@ void random_job(am::context& ctx, const job_options& opt) {
                        ? am::window::allocate(ctx, window_bytes(n), opt.info)
                        : am::window(ctx, std::as_writable_bytes(std::span(user)), opt.info);
     ASSERT_EQ(w.memory().size(), window_bytes(n));
-    const ops o = register_ops(w);
+    std::atomic<std::uint64_t> misaligned{0};
+    const ops o = register_ops(w, misaligned);
     std::vector<std::byte> attached(opt.attach + 16);
     if (opt.attach > 0) w.attach(std::span(attached).first(opt.attach));
     std::vector<std::vector<std::byte>> sim(static_cast<std::size_t>(n));
@@ -361,8 +429,10 @@ void random_job(am::context& ctx, const job_options& opt) {
         const totals t = run_epoch(ctx, w, o, opt, e, sim);
         all.ams += t.ams;
         all.segments += t.segments;
+        all.too_big += t.too_big;
     }
     const am::window_stats s = w.stats();
+    EXPECT_EQ(misaligned.load(), 0u) << rank_name(me) << ": runs saw misaligned elements";
     EXPECT_EQ(s.ams, all.ams) << rank_name(me);
     // Without the concurrency assertion every segment travels through a buffer at its target.
     EXPECT_EQ(s.segments_internal + s.segments_user, all.segments) << rank_name(me);
@@ -370,6 +440,8 @@ void random_job(am::context& ctx, const job_options& opt) {
     if (opt.info.internal_buffer == 0) {
         EXPECT_EQ(s.segments_internal, 0u) << rank_name(me);
     }
+    EXPECT_GE(s.segments_user, all.too_big)
+        << rank_name(me) << ": segments larger than the internal buffer went elsewhere";
     if (opt.attach == 0) {
         EXPECT_EQ(s.segments_user, 0u) << rank_name(me);
     }

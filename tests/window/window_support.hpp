@@ -133,15 +133,17 @@ inline am::segment_layout random_layout(rng& r, std::size_t lo, std::size_t hi) 
     }
 }
 
-/// Every element of `v` from `seed`.
+/// Every byte of every element of `v` from `seed`.
 template <class T>
 void fill_values(std::vector<T>& v, std::uint64_t seed) {
+    static_assert(std::is_trivially_copyable_v<T>);
     for (std::size_t i = 0; i < v.size(); ++i) {
-        const std::uint64_t x = mix(seed * 0x100000001b3ull + i);
-        T t;
-        static_assert(std::is_trivially_copyable_v<T>);
-        std::memcpy(&t, &x, sizeof(T) < sizeof(x) ? sizeof(T) : sizeof(x));
-        v[i] = t;
+        unsigned char bytes[sizeof(T)];
+        for (std::size_t b = 0; b < sizeof(T); b += 8) {
+            const std::uint64_t x = mix(seed * 0x100000001b3ull + i * 0x10001ull + b);
+            std::memcpy(bytes + b, &x, sizeof(T) - b < 8 ? sizeof(T) - b : 8);
+        }
+        std::memcpy(&v[i], bytes, sizeof(T));
     }
 }
 
