@@ -193,6 +193,74 @@ TEST_P(window_ordering, sameop_lets_other_operations_overtake) {
 
 AM_INSTANTIATE(window_ordering, window_params());
 
+// A long queue: every origin sends its right neighbour 1500 AMs over 4 slots, every seventh
+// one large (waiting for the attached buffer). Strict ordering binds only AMs on the same slot:
+// each slot's non-commutative updates and outputs follow issue order, while AMs on other slots
+// may pass a waiting one.
+constexpr int queue_ams = 1500, queue_slots = 4;
+
+struct queued_am {
+    std::size_t slot;
+    std::vector<u64> in;
+    u64 out = 0;
+};
+
+std::deque<queued_am> queue_plan(int origin) {
+    rng r{mix(static_cast<u64>(origin) + 77)};
+    std::deque<queued_am> v;
+    for (int i = 0; i < queue_ams; ++i) {
+        queued_am a{r.below(queue_slots), std::vector<u64>(i % 7 == 0 ? large_in : small_in), 0};
+        fill_values(a.in, r.next());
+        v.push_back(std::move(a));
+    }
+    return v;
+}
+
+// The slots' values after `ams` ran in order from `x`; checks the outputs when `outs`.
+void queue_replay(const std::deque<queued_am>& ams, std::vector<u64>& x, bool outs, int me) {
+    for (std::size_t i = 0; i < ams.size(); ++i) {
+        u64& v = x[ams[i].slot];
+        for (u64 e : ams[i].in) v = v * 31 + e;
+        if (outs && ams[i].out != v) {
+            ADD_FAILURE() << rank_name(me) << ": AM " << i << " on slot " << ams[i].slot
+                          << " saw another order";
+            return;
+        }
+    }
+}
+
+void queue_job(am::context& ctx) {
+    const int n = ctx.size(), me = ctx.rank();
+    const int right = (me + 1) % n, left = (me + n - 1) % n;
+    am::window_info info;
+    info.internal_buffer = internal;
+    am::window w = am::window::allocate(ctx, queue_slots * sizeof(u64), info);
+    const op_t op = w.register_op<u64, u64, u64>("horner31", horner<31>);
+    std::vector<std::byte> attached(4 << 10);
+    w.attach(attached);
+    w.fence();
+    std::deque<queued_am> ams = queue_plan(me);
+    for (queued_am& a : ams) {
+        w.am(op, right, std::span<const u64>(a.in), a.in.size(), std::span<u64>(&a.out, 1), 1, 1,
+             a.slot, 1);
+    }
+    w.fence();
+    std::vector<u64> mine(queue_slots, 0), theirs(queue_slots, 0);
+    queue_replay(ams, mine, true, me);
+    queue_replay(queue_plan(left), theirs, false, me);
+    const auto slots = as_u64(w.memory());
+    for (std::size_t s = 0; s < queue_slots; ++s) {
+        EXPECT_EQ(slots[s], theirs[s]) << rank_name(me) << ": slot " << s;
+    }
+    EXPECT_EQ(w.stats().ams, static_cast<u64>(queue_ams)) << rank_name(me);
+    ctx.barrier();
+    w.free();
+}
+
+TEST_P(window_ordering, long_queue_keeps_order_per_range) {
+    ASSERT_EQ(run(queue_job), 0);
+}
+
 // -------------------------------------------------------------------- am_order's words
 
 TEST(window_order, parse_and_to_string) {
