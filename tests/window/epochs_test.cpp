@@ -233,8 +233,48 @@ void shared_exclusive_job(am::context& ctx) {
     w.free();
 }
 
+// free() completes the AMs of the open epoch (no fence before it): outputs in place at the
+// origin, updates in the target's window memory (user memory, still readable after free).
+// Two windows with different hints are used side by side, their AMs interleaved.
+void free_completes_job(am::context& ctx) {
+    const int n = ctx.size(), me = ctx.rank();
+    const int right = (me + 1) % n, left = (me + n - 1) % n;
+    std::vector<u64> mem_a(2, 0), mem_b(2, 0);
+    am::window_info relaxed;
+    relaxed.ordering = am::am_order::none;
+    relaxed.internal_buffer = 64;
+    am::window a(ctx, std::as_writable_bytes(std::span(mem_a)));
+    am::window b(ctx, std::as_writable_bytes(std::span(mem_b)), relaxed);
+    const op_t op_a = a.register_op<u64, u64, u64>("add_and_tell", add_and_tell);
+    const op_t op_b = b.register_op<u64, u64, u64>("add_and_tell", add_and_tell);
+    mem_a[1] = constant_of(me);
+    mem_b[1] = constant_of(me) + 1;
+    a.fence();
+    b.fence();
+    std::deque<std::vector<u64>> outs;
+    const std::vector<u64> in(3, static_cast<u64>(me) + 1);
+    for (int i = 0; i < 20; ++i) {
+        outs.emplace_back(3, 0);
+        am::window& w = i % 2 == 0 ? a : b;
+        w.am(i % 2 == 0 ? op_a : op_b, right, std::span<const u64>(in), 1,
+             std::span<u64>(outs.back()), 1, 3, 0, 2);
+    }
+    a.free();
+    b.free();
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+        const u64 c = constant_of(right) + (i % 2 == 0 ? 0 : 1);
+        EXPECT_EQ(outs[i], (std::vector<u64>{c, c + 1, c + 2})) << rank_name(me) << ": AM " << i;
+    }
+    const u64 total = 10u * 3u * (static_cast<u64>(left) + 1);
+    EXPECT_EQ(mem_a[0], total) << rank_name(me) << ": window a after free";
+    EXPECT_EQ(mem_b[0], total) << rank_name(me) << ": window b after free";
+}
+
 class window_epochs : public window_test {};
 
+TEST_P(window_epochs, free_completes_the_open_epoch) {
+    ASSERT_EQ(run(free_completes_job), 0);
+}
 TEST_P(window_epochs, shared_and_exclusive_locks_exclude_each_other) {
     ASSERT_EQ(run(shared_exclusive_job), 0);
 }
