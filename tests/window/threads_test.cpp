@@ -6,6 +6,7 @@
 // every slot equals the sequential reference.
 #include "window/window_support.hpp"
 
+#include <atomic>
 #include <deque>
 #include <thread>
 
@@ -127,7 +128,69 @@ void threads_job(am::context& ctx) {
     w.free();
 }
 
+// Concurrent epochs with thread_multiple: the threads' AMs run concurrently, at the origin for
+// mapped targets (possibly on several threads at once), and threads flush targets while
+// others issue. The operation adds atomically; totals and each AM's own outputs are checked.
+void add_atomic(const am::window_args<u64, u64, u64>& a) {
+    if (a.persistent.size() != 1) return;
+    for (std::size_t i = 0; i < a.num_segments; ++i) {
+        u64 sum = 0;
+        for (u64 v : a.in(i)) sum += v;
+        std::atomic_ref<u64>(a.persistent[0]).fetch_add(sum);
+        for (u64& o : a.out(i)) o = sum;
+    }
+}
+
+void concurrent_threads_job(am::context& ctx) {
+    const int n = ctx.size(), me = ctx.rank();
+    am::window w = am::window::allocate(ctx, sizeof(u64));
+    const op_t op = w.register_op<u64, u64, u64>("add_atomic", add_atomic);
+    w.fence(am::epoch_assert::concurrent);
+    std::vector<std::deque<thread_am>> ams(threads);
+    for (int t = 0; t < threads; ++t) ams[static_cast<std::size_t>(t)] = plan(me, t, 7, n);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            int k = 0;
+            for (thread_am& a : ams[static_cast<std::size_t>(t)]) {
+                w.am(op, a.target, std::span<const u64>(a.in), 3, std::span<u64>(a.out), 1, a.nseg,
+                     0, 1);
+                if (++k % 5 == 0) w.flush(a.target);
+            }
+        });
+    }
+    for (auto& th : pool) th.join();
+    w.fence();
+    std::size_t near = 0;
+    for (int t = 0; t < threads; ++t) {
+        for (const thread_am& a : ams[static_cast<std::size_t>(t)]) {
+            if (am_test::same_node(me, a.target)) ++near;
+            for (std::size_t s = 0; s < a.nseg; ++s) {
+                EXPECT_EQ(a.out[s], a.in[3 * s] + a.in[3 * s + 1] + a.in[3 * s + 2])
+                    << rank_name(me) << ": thread " << t << ", segment " << s;
+            }
+        }
+    }
+    u64 total = 0;
+    for (int o = 0; o < n; ++o) {
+        for (int t = 0; t < threads; ++t) {
+            for (const thread_am& a : plan(o, t, 7, n)) {
+                if (a.target != me) continue;
+                for (u64 v : a.in) total += v;
+            }
+        }
+    }
+    EXPECT_EQ(as_u64(w.memory())[0], total) << rank_name(me);
+    EXPECT_GE(w.stats().units_at_origin, near) << rank_name(me);
+    ctx.barrier();
+    w.free();
+}
+
 class window_threads : public window_test {};
+
+TEST_P(window_threads, thread_multiple_concurrent_epoch) {
+    ASSERT_EQ(run(concurrent_threads_job, [](am::config& cfg) { cfg.thread_multiple = true; }), 0);
+}
 
 TEST_P(window_threads, thread_multiple_issuers_keep_each_threads_order) {
     ASSERT_EQ(run(threads_job, [](am::config& cfg) { cfg.thread_multiple = true; }), 0);
