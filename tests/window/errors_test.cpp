@@ -2,10 +2,12 @@
 // Misuse of the window layer: each error is an am::error with the right code and a message
 // naming the call and the rank (and the limit where there is one), sends nothing, and leaves
 // the AMs issued before it intact — they complete with the right outputs and updates at the
-// next fence. Operations registered differently on one rank (name, types); an operation of
-// another window; a persistent range outside the target's window; output and input buffers too
-// small for their layouts; AMs before the first fence and after fence(nosucceed); bad target
-// ranks; an operation that calls back into the window (am, fence, flush).
+// next fence. Operations registered differently on one rank (name, types), and window_info
+// that differs; an operation of another window; a persistent range outside the target's
+// window; output and input buffers too small for their layouts; untyped segments that are not
+// whole target elements (and the untyped trigger itself); AMs before the first fence and after
+// fence(nosucceed); bad target ranks; an operation that calls back into the window (am, fence,
+// flush, lock, lock_all, attach, detach), which must take nothing (later locks still granted).
 #include "window/window_support.hpp"
 
 #include <climits>
@@ -292,11 +294,72 @@ void info_mismatch_job(am::context& ctx, int field) {
     w.free();
 }
 
+// The untyped trigger: an operation registered with register_bytes runs from am_bytes with the
+// packed bytes; segments that are not a whole number of the target's elements are refused.
+void bytes_job(am::context& ctx) {
+    const int n = ctx.size(), me = ctx.rank();
+    const int right = (me + 1) % n;
+    am::window w = slots_window(ctx);
+    const std::uint32_t op =
+        w.register_bytes("xor_bytes", "u8,u8,u8", [](const am::window_call& c) {
+            for (std::size_t s = 0; s < c.num_segments; ++s) {
+                for (std::size_t i = 0; i < c.output_segment_bytes; ++i) {
+                    c.output[s * c.output_segment_bytes + i] =
+                        c.input[s * c.input_segment_bytes + i % c.input_segment_bytes] ^
+                        c.persistent[0] ^ static_cast<std::byte>(c.segment_offset + s);
+                }
+                c.persistent[0] ^= std::byte{1};  // per segment: any cut into units agrees
+            }
+        });
+    as_u64(w.memory())[0] = 0x40 + static_cast<u64>(me);
+    w.fence();
+    // Segments of 6 input bytes (2 blocks of 3, 5 apart) and 4 output bytes, 3 segments.
+    std::vector<std::byte> in(30), out(12, std::byte{0xcc});
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::byte>(i);
+    am::am_desc d;
+    d.op = op;
+    d.target = right;
+    d.input = in.data();
+    d.input_layout = am::detail::to_bytes(am::segment_layout::strided(2, 3, 5), 1);
+    d.output = out.data();
+    d.output_layout = am::detail::to_bytes(am::segment_layout::contiguous(4), 1);
+    d.num_segments = 3;
+    d.persistent_disp = 0;
+    d.persistent_bytes = 1;
+    am::am_desc bad = d;
+    bad.input_elem = 4;  // 6 bytes are not N elements of 4
+    expect_error([&] { w.am_bytes(bad); }, am::errc::invalid_argument,
+                 {"am::window::am", rank_name(me), "6"});
+    bad = d;
+    bad.output_elem = 3;  // 4 bytes are not N elements of 3
+    expect_error([&] { w.am_bytes(bad); }, am::errc::invalid_argument,
+                 {"am::window::am", rank_name(me), "4"});
+    w.am_bytes(d);
+    w.fence();
+    const auto p = static_cast<std::byte>(0x40 + right);
+    for (std::size_t s = 0; s < 3; ++s) {
+        const std::byte packed[6] = {in[10 * s],     in[10 * s + 1], in[10 * s + 2],
+                                     in[10 * s + 5], in[10 * s + 6], in[10 * s + 7]};
+        for (std::size_t i = 0; i < 4; ++i) {
+            EXPECT_EQ(out[4 * s + i],
+                      packed[i] ^ p ^ static_cast<std::byte>(s & 1) ^ static_cast<std::byte>(s))
+                << rank_name(me) << ": segment " << s << ", byte " << i;
+        }
+    }
+    EXPECT_EQ(w.memory()[0], static_cast<std::byte>((0x40 + me) ^ 1))
+        << rank_name(me) << ": three segments flipped the low bit of the left neighbour's byte";
+    ctx.barrier();
+    w.free();
+}
+
 class window_errors : public window_test {};
 class window_mismatch : public window_test {};
 
 TEST_P(window_errors, bad_arguments_refused_earlier_ams_complete) {
     ASSERT_EQ(run(bad_arguments_job), 0);
+}
+TEST_P(window_errors, untyped_trigger_and_type_signatures) {
+    ASSERT_EQ(run(bytes_job), 0);
 }
 TEST_P(window_errors, operation_calling_back_into_the_window) {
     const watchdog dog(std::chrono::seconds(20), "operation_calling_back_into_the_window");
