@@ -195,6 +195,46 @@ void too_small_job(am::context& ctx) {
     w.free();
 }
 
+// The same in a fence epoch: rank 0's fence raises the error (after its barrier: the other
+// ranks are not left waiting), the AMs around the refused one complete, and the next epoch works.
+void too_small_fence_job(am::context& ctx) {
+    const int n = ctx.size(), me = ctx.rank();
+    const int target = 1 % n;
+    am::window w = slots_window(ctx, 32);
+    const op_t op = w.register_op<u64, u64, u64>("running_sum", running_sum);
+    alignas(16) std::byte small[48];
+    w.attach(small);
+    init_slots(w);
+    w.fence();
+    const u64 x = initial(target, 0);
+    const u64 one[1] = {5}, big[8] = {1, 2, 3, 4, 5, 6, 7, 8}, after[1] = {9};
+    u64 out1[1] = {0}, out2[1] = {0}, out3[1] = {0};
+    if (me == 0) {
+        w.am(op, target, std::span<const u64>(one), 1, std::span<u64>(out1), 1, 1, 0, 1);
+        w.am(op, target, std::span<const u64>(big), 8, std::span<u64>(out2), 1, 1, 0, 1);
+        w.am(op, target, std::span<const u64>(after), 1, std::span<u64>(out3), 1, 1, 0, 1);
+        expect_error([&] { w.fence(); }, am::errc::too_large,
+                     {"am::window::fence", rank_name(me), "48"});
+        EXPECT_EQ(out1[0], x + 5) << "the AM before the refused one";
+        EXPECT_EQ(out2[0], 0u) << "the refused AM wrote an output";
+        EXPECT_EQ(out3[0], x + 5 + 9) << "the AM after the refused one";
+    } else {
+        w.fence();
+    }
+    if (me == target) {
+        EXPECT_EQ(as_u64(w.memory())[0], x + 5 + 9) << rank_name(me) << ": the slot of rank 0";
+    }
+    // The next epoch: every rank adds 1 to its slot at rank 0.
+    u64 out4[1] = {0};
+    w.am(op, 0, std::span<const u64>(one).first(1), 1, std::span<u64>(out4), 1, 1,
+         static_cast<std::size_t>(me), 1);
+    w.fence();
+    const u64 before = me == 0 && target == 0 ? x + 5 + 9 : initial(0, me);
+    EXPECT_EQ(out4[0], before + 5) << rank_name(me) << ": an AM of the epoch after the error";
+    ctx.barrier();
+    w.free();
+}
+
 void empty_attach_job(am::context& ctx) {
     am::window w = slots_window(ctx, 64);
     expect_error([&] { w.attach({}); }, am::errc::invalid_argument,
@@ -213,6 +253,11 @@ TEST_P(window_buffers, detach_waits_for_the_ams_staged_in_it) {
 }
 TEST_P(window_buffers, segment_larger_than_every_buffer_fails_at_completion) {
     ASSERT_EQ(run(too_small_job), 0);
+}
+TEST_P(window_buffers, segment_larger_than_every_buffer_fails_at_the_fence) {
+    const watchdog dog(std::chrono::seconds(20),
+                       "segment_larger_than_every_buffer_fails_at_the_fence");
+    ASSERT_EQ(run(too_small_fence_job), 0);
 }
 TEST_P(window_buffers, empty_attach_refused) {
     ASSERT_EQ(run(empty_attach_job), 0);
