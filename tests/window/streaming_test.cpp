@@ -275,7 +275,36 @@ void empty_parts_job(am::context& ctx) {
     w.free();
 }
 
+// An AM issued right after register_op, in an epoch opened before it: its target may still be
+// inside the registration (its exchange completes later than the origin's) and must find the
+// operation there (found by the MPIX tests; a failure is the job's "not registered" error).
+void fresh_op_job(am::context& ctx) {
+    const int n = ctx.size(), me = ctx.rank();
+    am::window w = am::window::allocate(ctx, sizeof(u64));
+    w.fence();
+    const std::vector<u64> in = {1};
+    std::vector<std::vector<u64>> outs(20 * static_cast<std::size_t>(n), std::vector<u64>(1));
+    for (int round = 0; round < 20; ++round) {
+        const op_t op = w.register_op<u64, u64, u64>("fresh" + std::to_string(round),
+                                                     [](const am::window_args<u64, u64, u64>& a) {
+                                                         a.persistent[0] += a.in(0)[0];
+                                                         a.out(0)[0] = a.persistent[0];
+                                                     });
+        for (int t = 0; t < n; ++t) {
+            std::vector<u64>& out = outs[static_cast<std::size_t>(round * n + t)];
+            w.am(op, t, std::span<const u64>(in), 1, std::span<u64>(out), 1, 1, 0, 1);
+        }
+    }
+    w.fence();
+    EXPECT_EQ(as_u64(w.memory())[0], static_cast<u64>(20 * n)) << rank_name(me);
+    w.free();
+}
+
 class window_streaming : public window_test {};
+
+TEST_P(window_streaming, am_right_after_registration_finds_the_operation) {
+    ASSERT_EQ(run(fresh_op_job), 0);
+}
 
 TEST_P(window_streaming, segments_without_input_or_output) {
     ASSERT_EQ(run(empty_parts_job), 0);
