@@ -9,3 +9,4 @@
 #include <am/handler.hpp>
 #include <am/stats.hpp>
 #include <am/typed.hpp>
+#include <am/window.hpp>

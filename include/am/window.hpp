@@ -284,10 +284,13 @@ class window {
                 c.origin};
             f(a);
         };
-        return {register_bytes(name, sig, std::move(erased)), id()};
+        return {register_bytes(name, sig, std::move(erased), alignof(In)), id()};
     }
     /// Collective: an untyped operation; `signature` is compared across ranks with `name`.
-    std::uint32_t register_bytes(std::string_view name, std::string_view signature, window_fn fn);
+    /// The input the function sees is aligned to `input_align` bytes (a unit that arrived in one
+    /// message is then read in place, else from its staging area, aligned to 16).
+    std::uint32_t register_bytes(std::string_view name, std::string_view signature, window_fn fn,
+                                 std::size_t input_align = 16);
 
     // ---------------------------------------------------------------------------------- AMs
 

@@ -6,6 +6,7 @@
 #include "../msg/msg_layer.hpp"
 #include "../rma/rma_layer.hpp"
 #include "../typed/typed_layer.hpp"
+#include "../window/window_layer.hpp"
 
 namespace am::runtime {
 namespace {
@@ -14,6 +15,7 @@ constexpr layer_entry library_layers[] = {
     {&detail::rma_layer::key, &make_layer<detail::rma_layer>},
     {&detail::msg_layer::key, &make_layer<detail::msg_layer>},
     {&detail::typed_layer::key, &make_layer<detail::typed_layer>},
+    {&detail::window_layer::key, &make_layer<detail::window_layer>},
 };
 
 }  // namespace
