@@ -171,11 +171,12 @@ am::am_desc describe(const am_args& a, const win_entry& e, std::uint32_t op) {
     d.persistent_bytes = static_cast<std::size_t>(a.p_count) * code_bytes(p);
     const std::size_t size = e.window->size_of(a.target);
     if (d.persistent_disp > size || d.persistent_bytes > size - d.persistent_disp) {
-        refuse(MPI_ERR_RMA_RANGE,
-               "persistent range [" + std::to_string(d.persistent_disp) + ", " +
-                   std::to_string(d.persistent_disp + d.persistent_bytes) + ") bytes is outside "
-                   "rank " + std::to_string(a.target) + "'s window of " + std::to_string(size) +
-                   " bytes");
+        refuse(MPI_ERR_RMA_RANGE, "persistent range [" + std::to_string(d.persistent_disp) + ", " +
+                                      std::to_string(d.persistent_disp + d.persistent_bytes) +
+                                      ") bytes is outside "
+                                      "rank " +
+                                      std::to_string(a.target) + "'s window of " +
+                                      std::to_string(size) + " bytes");
     }
     d.tag = make_tag(in, p, out);
     d.input_elem = code_bytes(in);

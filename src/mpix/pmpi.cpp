@@ -6,8 +6,11 @@
 //
 // Order. Ending an epoch (fence, unlock, unlock_all, flush*): the AMs first, then MPI, so that
 // a process waiting for its AMs to complete still serves the AMs of others (a process stuck in
-// PMPI_Win_fence would not, without a progress thread). Starting a passive epoch: the MPI lock
-// first, then am's, released in the reverse order: every process takes the two in one order.
+// PMPI_Win_fence would not, without a progress thread). Passive epochs nest MPI's lock inside
+// am's: am's lock first (its wait serves other processes' AMs and lock requests), then MPI's,
+// which is then never contended (whoever holds MPI's lock on a target holds am's too); at the
+// end the AMs are completed, MPI's lock released, then am's. The other order deadlocks
+// without a progress thread: a process blocked in PMPI_Win_lock serves no am lock requests.
 #include "pmpi.hpp"
 
 #include "windows.hpp"
@@ -101,45 +104,61 @@ int MPI_Win_fence(int assert, MPI_Win win) {
 }
 
 int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
-    const int rc = PMPI_Win_lock(lock_type, rank, am::mpix::mpi_assert(assert), win);
     auto e = inside::active() ? nullptr : state().find_window(win);
-    if (rc != MPI_SUCCESS || !e || !am::mpix::valid_rank(*e, rank)) return rc;
+    if (!e || !am::mpix::valid_rank(*e, rank)) {
+        return PMPI_Win_lock(lock_type, rank, am::mpix::mpi_assert(assert), win);
+    }
     const inside guard;
     const am::lock_type t =
         lock_type == MPI_LOCK_SHARED ? am::lock_type::shared : am::lock_type::exclusive;
     const unsigned a = am::mpix::am_assert(assert);
     const int arc = am_part(*e, "MPI_Win_lock", [&](am::window& w) { w.lock(rank, t, a); });
-    if (arc == MPI_SUCCESS) e->locked[static_cast<std::size_t>(rank)] = true;
-    return arc;
+    if (arc != MPI_SUCCESS) return arc;
+    const int rc = PMPI_Win_lock(lock_type, rank, am::mpix::mpi_assert(assert), win);
+    if (rc != MPI_SUCCESS) {
+        am_part(*e, "MPI_Win_lock", [rank](am::window& w) { w.unlock(rank); });
+        return rc;
+    }
+    e->locked[static_cast<std::size_t>(rank)] = true;
+    return MPI_SUCCESS;
 }
 
 int MPI_Win_unlock(int rank, MPI_Win win) {
     auto e = inside::active() ? nullptr : state().find_window(win);
     if (!e || !am::mpix::valid_rank(*e, rank)) return PMPI_Win_unlock(rank, win);
     const inside guard;
+    const int rc = am_part(*e, "MPI_Win_unlock", [rank](am::window& w) { w.flush(rank); });
     e->locked[static_cast<std::size_t>(rank)] = false;
-    const int rc = am_part(*e, "MPI_Win_unlock", [rank](am::window& w) { w.unlock(rank); });
-    return am::mpix::first_error(rc, PMPI_Win_unlock(rank, win));
+    const int prc = PMPI_Win_unlock(rank, win);
+    const int arc = am_part(*e, "MPI_Win_unlock", [rank](am::window& w) { w.unlock(rank); });
+    return am::mpix::first_error(rc, am::mpix::first_error(prc, arc));
 }
 
 int MPI_Win_lock_all(int assert, MPI_Win win) {
-    const int rc = PMPI_Win_lock_all(am::mpix::mpi_assert(assert), win);
     auto e = inside::active() ? nullptr : state().find_window(win);
-    if (rc != MPI_SUCCESS || !e) return rc;
+    if (!e) return PMPI_Win_lock_all(am::mpix::mpi_assert(assert), win);
     const inside guard;
     const unsigned a = am::mpix::am_assert(assert);
     const int arc = am_part(*e, "MPI_Win_lock_all", [a](am::window& w) { w.lock_all(a); });
-    if (arc == MPI_SUCCESS) e->lock_all = true;
-    return arc;
+    if (arc != MPI_SUCCESS) return arc;
+    const int rc = PMPI_Win_lock_all(am::mpix::mpi_assert(assert), win);
+    if (rc != MPI_SUCCESS) {
+        am_part(*e, "MPI_Win_lock_all", [](am::window& w) { w.unlock_all(); });
+        return rc;
+    }
+    e->lock_all = true;
+    return MPI_SUCCESS;
 }
 
 int MPI_Win_unlock_all(MPI_Win win) {
     auto e = inside::active() ? nullptr : state().find_window(win);
     if (!e) return PMPI_Win_unlock_all(win);
     const inside guard;
+    const int rc = am_part(*e, "MPI_Win_unlock_all", [](am::window& w) { w.flush_all(); });
     e->lock_all = false;
-    const int rc = am_part(*e, "MPI_Win_unlock_all", [](am::window& w) { w.unlock_all(); });
-    return am::mpix::first_error(rc, PMPI_Win_unlock_all(win));
+    const int prc = PMPI_Win_unlock_all(win);
+    const int arc = am_part(*e, "MPI_Win_unlock_all", [](am::window& w) { w.unlock_all(); });
+    return am::mpix::first_error(rc, am::mpix::first_error(prc, arc));
 }
 
 int MPI_Win_flush(int rank, MPI_Win win) {

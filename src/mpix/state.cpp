@@ -135,7 +135,9 @@ int error_class_of(int am_errc) noexcept {
 int fail(err_target on, int error_class, const char* call, const std::string& what) {
     const int rank = world_rank();
     const std::string tag = "rank " + std::to_string(rank) + ":";
-    if (what.find(tag) != std::string::npos) {
+    if (what.rfind(call, 0) == 0) {  // names the call (and the rank) already
+        std::fprintf(stderr, "%s\n", what.c_str());
+    } else if (what.find(tag) != std::string::npos) {
         std::fprintf(stderr, "%s: %s\n", call, what.c_str());
     } else {
         std::fprintf(stderr, "%s: rank %d: %s\n", call, rank, what.c_str());

@@ -24,10 +24,9 @@ static atomic_int runs_elsewhere;
 
 static void counting_fn(void* input_addr, int input_segment_count,
                         MPI_Datatype input_segment_datatype, void* persistent_addr,
-                        int persistent_count, MPI_Datatype persistent_datatype,
-                        void* output_addr, int output_segment_count,
-                        MPI_Datatype output_segment_datatype, int num_segments,
-                        int segment_offset) {
+                        int persistent_count, MPI_Datatype persistent_datatype, void* output_addr,
+                        int output_segment_count, MPI_Datatype output_segment_datatype,
+                        int num_segments, int segment_offset) {
     const char* p = (const char*)persistent_addr;
     if (p < window_base || p >= window_base + window_bytes) atomic_fetch_add(&runs_elsewhere, 1);
     abssum_fn(input_addr, input_segment_count, input_segment_datatype, persistent_addr,
@@ -89,7 +88,7 @@ int main(int argc, char** argv) {
     const int elsewhere = atomic_load(&runs_elsewhere);
     if (strcmp(expect, "origin") == 0 && n > 1) CHECK(elsewhere > 0);
     if (strcmp(expect, "target") == 0) CHECK(elsewhere == 0);
-    printf("mpix_concurrent: rank %d: %d runs on mapped windows of other processes\n", me,
+    printf("mpix_concurrent: on rank %d, %d runs on mapped windows of other processes\n", me,
            elsewhere);
     CHECK_RC(MPI_Win_free(&win));
     CHECK_RC(MPIX_Am_op_free(&op));

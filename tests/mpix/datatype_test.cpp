@@ -26,14 +26,16 @@ void check(bool ok, const std::string& what) {
 
 std::vector<unsigned char> gather(const am::mpix::flat_type& f, const unsigned char* base) {
     std::vector<unsigned char> out;
-    for (const auto& b : f.blocks) out.insert(out.end(), base + b.offset, base + b.offset + b.bytes);
+    for (const auto& b : f.blocks)
+        out.insert(out.end(), base + b.offset, base + b.offset + b.bytes);
     return out;
 }
 
 // `count` x `type` at buffer + 256 (room for negative lower bounds), checked against MPI.
 void expect(const char* name, MPI_Datatype type, int count, MPI_Datatype element, long long n) {
     std::vector<unsigned char> buffer(1 << 16);
-    for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<unsigned char>(i * 7 + 3);
+    for (std::size_t i = 0; i < buffer.size(); ++i)
+        buffer[i] = static_cast<unsigned char>(i * 7 + 3);
     const unsigned char* base = buffer.data() + 256;
     const am::mpix::flat_type f = am::mpix::flatten(type, count);
     int packed_size = 0;
@@ -51,11 +53,13 @@ void expect(const char* name, MPI_Datatype type, int count, MPI_Datatype element
     MPI_Type_get_extent(type, &lb, &extent);
     check(f.extent == extent * count, std::string(name) + ": extent");
     const long long got = am::mpix::signature_multiple(f, element);
-    check(got == n, std::string(name) + ": N = " + std::to_string(got) + ", expected " +
-                        std::to_string(n));
+    check(got == n,
+          std::string(name) + ": N = " + std::to_string(got) + ", expected " + std::to_string(n));
 }
 
-void committed(MPI_Datatype* t) { MPI_Type_commit(t); }
+void committed(MPI_Datatype* t) {
+    MPI_Type_commit(t);
+}
 
 void test_basic() {
     expect("int", MPI_INT, 5, MPI_INT, 5);
@@ -138,8 +142,13 @@ void test_structs() {
 }
 
 void test_codes() {
-    const MPI_Datatype types[] = {MPI_INT, MPI_DOUBLE, MPI_CHAR, MPI_BYTE, MPI_INT64_T,
-                                  MPI_UNSIGNED_LONG_LONG, MPI_C_DOUBLE_COMPLEX};
+    const MPI_Datatype types[] = {MPI_INT,
+                                  MPI_DOUBLE,
+                                  MPI_CHAR,
+                                  MPI_BYTE,
+                                  MPI_INT64_T,
+                                  MPI_UNSIGNED_LONG_LONG,
+                                  MPI_C_DOUBLE_COMPLEX};
     for (MPI_Datatype t : types) {
         const std::uint8_t code = am::mpix::type_code(t);
         check(code != 0, "a predefined type has a code");

@@ -13,11 +13,10 @@ enum { SEG = 5, P = 8, CASES = 5 };
 
 /* out = 2 x in (ints, doubles) or a copy (bytes); persistent[(offset + s) % P] += sum of
  * segment s (ints, doubles). */
-static void twice_fn(void* input_addr, int input_segment_count,
-                     MPI_Datatype input_segment_datatype, void* persistent_addr,
-                     int persistent_count, MPI_Datatype persistent_datatype, void* output_addr,
-                     int output_segment_count, MPI_Datatype output_segment_datatype,
-                     int num_segments, int segment_offset) {
+static void twice_fn(void* input_addr, int input_segment_count, MPI_Datatype input_segment_datatype,
+                     void* persistent_addr, int persistent_count, MPI_Datatype persistent_datatype,
+                     void* output_addr, int output_segment_count,
+                     MPI_Datatype output_segment_datatype, int num_segments, int segment_offset) {
     const int nin = input_segment_count;
     if (nin != output_segment_count || input_segment_datatype != output_segment_datatype) {
         fprintf(stderr, "twice_fn: unexpected arguments\n");
@@ -115,8 +114,12 @@ static void fill_input(unsigned char* buf, size_t bytes, int c, int o, int t) {
     }
 }
 
-static size_t in_bytes(int c) { return (size_t)(SEG * cases[c].in_count * extent_of(cases[c].in_type)); }
-static size_t out_bytes(int c) { return (size_t)(SEG * cases[c].out_count * extent_of(cases[c].out_type)); }
+static size_t in_bytes(int c) {
+    return (size_t)(SEG * cases[c].in_count * extent_of(cases[c].in_type));
+}
+static size_t out_bytes(int c) {
+    return (size_t)(SEG * cases[c].out_count * extent_of(cases[c].out_type));
+}
 
 /* The packed input of origin `o` for case `c` to target `t` (what the target sees). */
 static unsigned char* packed_input(int c, int o, int t, int* size) {
@@ -132,7 +135,9 @@ static unsigned char* packed_input(int c, int o, int t, int* size) {
 }
 
 /* Byte offset of case c, origin o's persistent slots in a target's window. */
-static MPI_Aint slot_disp(int c, int o, int n) { return (MPI_Aint)((c * n + o) * P * 8); }
+static MPI_Aint slot_disp(int c, int o, int n) {
+    return (MPI_Aint)((c * n + o) * P * 8);
+}
 
 static void check_output(int c, int t, const unsigned char* got) {
     int size = 0;
@@ -163,16 +168,18 @@ static void check_persistent(const unsigned char* window, int n) {
             for (int s = 0; s < SEG; ++s) {
                 const unsigned char* seg = packed + s * per_seg;
                 if (cases[c].target == MPI_INT) {
-                    for (int j = 0; j < per_seg / (int)sizeof(int); ++j) want[s % P] += ((const int*)seg)[j];
+                    for (int j = 0; j < per_seg / (int)sizeof(int); ++j)
+                        want[s % P] += ((const int*)seg)[j];
                 } else {
-                    for (int j = 0; j < per_seg / (int)sizeof(double); ++j) want[s % P] += ((const double*)seg)[j];
+                    for (int j = 0; j < per_seg / (int)sizeof(double); ++j)
+                        want[s % P] += ((const double*)seg)[j];
                 }
             }
             const unsigned char* slots = window + slot_disp(c, o, n);
             int bad = 0;
             for (int k = 0; k < P; ++k) {
                 const double got = cases[c].target == MPI_INT ? (double)((const int*)slots)[k]
-                                                               : ((const double*)slots)[k];
+                                                              : ((const double*)slots)[k];
                 bad += got != want[k];
             }
             CHECK(bad == 0);

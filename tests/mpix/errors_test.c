@@ -13,14 +13,14 @@ enum { WINDOW_INTS = 4 * ABS_N };
 
 static int me, n;
 
-#define EXPECT_CLASS(call, cls)                                                     \
-    do {                                                                            \
-        const int rc_ = (call);                                                     \
-        if (error_class(rc_) != (cls)) {                                            \
-            printf("FAILED (rank %d) %s:%d: %s returned class %d, expected %s\n", me, \
-                   __FILE__, __LINE__, #call, error_class(rc_), #cls);              \
-            ++mpix_test_failures;                                                   \
-        }                                                                           \
+#define EXPECT_CLASS(call, cls)                                                                 \
+    do {                                                                                        \
+        const int rc_ = (call);                                                                 \
+        if (error_class(rc_) != (cls)) {                                                        \
+            printf("FAILED (rank %d) %s:%d: %s returned class %d, expected %s\n", me, __FILE__, \
+                   __LINE__, #call, error_class(rc_), #cls);                                    \
+            ++mpix_test_failures;                                                               \
+        }                                                                                       \
     } while (0)
 
 static int in[ABS_N], out[ABS_N];
@@ -44,9 +44,9 @@ static void type_errors(MPI_Op op, MPI_Win win) {
                          MPI_DOUBLE, op, win),
                  MPI_ERR_TYPE);
     /* a derived target datatype */
-    EXPECT_CLASS(MPIX_Am(in, 3, MPI_INT, out, 3, MPI_INT, 1, 0, v, 0, ABS_N, MPI_INT, MPI_INT,
-                         op, win),
-                 MPI_ERR_TYPE);
+    EXPECT_CLASS(
+        MPIX_Am(in, 3, MPI_INT, out, 3, MPI_INT, 1, 0, v, 0, ABS_N, MPI_INT, MPI_INT, op, win),
+        MPI_ERR_TYPE);
     /* a pair type as the persistent datatype */
     pair = MPI_2INT;
     EXPECT_CLASS(MPIX_Am(in, ABS_N, MPI_INT, out, ABS_N, MPI_INT, 1, 0, MPI_INT, 0, 1, pair,
@@ -60,8 +60,7 @@ static void window_errors(MPI_Op registered, MPI_Op unregistered, MPI_Win win) {
     EXPECT_CLASS(am_to(0, 0, ABS_N, MPI_SUM, win), MPI_ERR_OP);
     /* persistent ranges outside the target's window */
     EXPECT_CLASS(am_to(n - 1, WINDOW_INTS, ABS_N, registered, win), MPI_ERR_RMA_RANGE);
-    EXPECT_CLASS(am_to(n - 1, WINDOW_INTS - ABS_N + 1, ABS_N, registered, win),
-                 MPI_ERR_RMA_RANGE);
+    EXPECT_CLASS(am_to(n - 1, WINDOW_INTS - ABS_N + 1, ABS_N, registered, win), MPI_ERR_RMA_RANGE);
     EXPECT_CLASS(am_to(0, -1, ABS_N, registered, win), MPI_ERR_DISP);
     EXPECT_CLASS(am_to(n, 0, ABS_N, registered, win), MPI_ERR_RANK);
     EXPECT_CLASS(am_to(-1, 0, ABS_N, registered, win), MPI_ERR_RANK);
@@ -77,17 +76,21 @@ static void window_errors(MPI_Op registered, MPI_Op unregistered, MPI_Win win) {
 }
 
 static void plain_window_errors(MPI_Op op) {
-    /* A window on MPI_COMM_SELF is a plain MPI window when there are other processes. */
+    /* A window on the processes of MPI_COMM_WORLD in another order is a plain MPI window (am's
+     * ranks are MPI_COMM_WORLD's). */
     if (n < 2) return;
+    MPI_Comm reversed;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, n - me, &reversed);
     int mem[ABS_N];
-    MPI_Win self;
-    CHECK_RC(MPI_Win_create(mem, sizeof mem, sizeof(int), MPI_INFO_NULL, MPI_COMM_SELF, &self));
-    MPI_Win_set_errhandler(self, MPI_ERRORS_RETURN);
-    CHECK_RC(MPI_Win_fence(0, self));
-    EXPECT_CLASS(am_to(0, 0, ABS_N, op, self), MPI_ERR_WIN);
-    EXPECT_CLASS(MPIX_Am_win_op_register(op, self), MPI_ERR_WIN);
-    CHECK_RC(MPI_Win_fence(MPI_MODE_NOSUCCEED, self));
-    CHECK_RC(MPI_Win_free(&self));
+    MPI_Win plain;
+    CHECK_RC(MPI_Win_create(mem, sizeof mem, sizeof(int), MPI_INFO_NULL, reversed, &plain));
+    MPI_Win_set_errhandler(plain, MPI_ERRORS_RETURN);
+    CHECK_RC(MPI_Win_fence(0, plain));
+    EXPECT_CLASS(am_to(0, 0, ABS_N, op, plain), MPI_ERR_WIN);
+    EXPECT_CLASS(MPIX_Am_win_op_register(op, plain), MPI_ERR_WIN);
+    CHECK_RC(MPI_Win_fence(MPI_MODE_NOSUCCEED, plain));
+    CHECK_RC(MPI_Win_free(&plain));
+    MPI_Comm_free(&reversed);
 }
 
 static void info_errors(void) {

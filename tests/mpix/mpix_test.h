@@ -18,15 +18,15 @@
 
 static int mpix_test_failures = 0; /* per program: each includes this once */
 
-#define CHECK(cond)                                                                         \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            int r_ = -1;                                                                    \
-            MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                             \
-            printf("FAILED (rank %d) %s:%d: %s\n", r_, __FILE__, __LINE__, #cond);          \
-            fflush(stdout);                                                                 \
-            ++mpix_test_failures;                                                           \
-        }                                                                                   \
+#define CHECK(cond)                                                                \
+    do {                                                                           \
+        if (!(cond)) {                                                             \
+            int r_ = -1;                                                           \
+            MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                    \
+            printf("FAILED (rank %d) %s:%d: %s\n", r_, __FILE__, __LINE__, #cond); \
+            fflush(stdout);                                                        \
+            ++mpix_test_failures;                                                  \
+        }                                                                          \
     } while (0)
 
 #define CHECK_RC(call) CHECK((call) == MPI_SUCCESS)
@@ -73,10 +73,11 @@ static inline uint64_t next_random(uint64_t* state) {
 enum { ABS_N = 100 };
 
 static inline void abssum_fn(void* input_addr, int input_segment_count,
-                      MPI_Datatype input_segment_datatype, void* persistent_addr,
-                      int persistent_count, MPI_Datatype persistent_datatype, void* output_addr,
-                      int output_segment_count, MPI_Datatype output_segment_datatype,
-                      int num_segments, int segment_offset) {
+                             MPI_Datatype input_segment_datatype, void* persistent_addr,
+                             int persistent_count, MPI_Datatype persistent_datatype,
+                             void* output_addr, int output_segment_count,
+                             MPI_Datatype output_segment_datatype, int num_segments,
+                             int segment_offset) {
     const int* in = (const int*)input_addr;
     int* p = (int*)persistent_addr;
     int* out = (int*)output_addr;
@@ -117,10 +118,11 @@ static inline void search_one(const char* key, const char* records, int n_record
 }
 
 static inline void search_fn(void* input_addr, int input_segment_count,
-                      MPI_Datatype input_segment_datatype, void* persistent_addr,
-                      int persistent_count, MPI_Datatype persistent_datatype, void* output_addr,
-                      int output_segment_count, MPI_Datatype output_segment_datatype,
-                      int num_segments, int segment_offset) {
+                             MPI_Datatype input_segment_datatype, void* persistent_addr,
+                             int persistent_count, MPI_Datatype persistent_datatype,
+                             void* output_addr, int output_segment_count,
+                             MPI_Datatype output_segment_datatype, int num_segments,
+                             int segment_offset) {
     (void)segment_offset;
     if (input_segment_datatype != MPI_CHAR || persistent_datatype != MPI_CHAR ||
         output_segment_datatype != MPI_CHAR || input_segment_count != SEARCH_W ||

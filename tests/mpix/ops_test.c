@@ -20,8 +20,8 @@
 enum { SEGMENTS = 37, KEYS = 29, RECORDS = 64, ROUNDS = 2 };
 
 static int me, n;
-static int* abs_area;   /* n x ABS_N ints: origin o's persistent range at o x ABS_N */
-static char* records;   /* RECORDS x SEARCH_W characters, after the ints */
+static int* abs_area; /* n x ABS_N ints: origin o's persistent range at o x ABS_N */
+static char* records; /* RECORDS x SEARCH_W characters, after the ints */
 
 static void make_input(int* in, int origin, int target, int round) {
     uint64_t st = (uint64_t)(origin * 7919 + target * 104729 + round * 1299709 + 1);

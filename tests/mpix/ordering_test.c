@@ -17,11 +17,10 @@
 
 enum { AMS = 24, LARGE = 120 };
 
-static void chain_fn(void* input_addr, int input_segment_count,
-                     MPI_Datatype input_segment_datatype, void* persistent_addr,
-                     int persistent_count, MPI_Datatype persistent_datatype, void* output_addr,
-                     int output_segment_count, MPI_Datatype output_segment_datatype,
-                     int num_segments, int segment_offset) {
+static void chain_fn(void* input_addr, int input_segment_count, MPI_Datatype input_segment_datatype,
+                     void* persistent_addr, int persistent_count, MPI_Datatype persistent_datatype,
+                     void* output_addr, int output_segment_count,
+                     MPI_Datatype output_segment_datatype, int num_segments, int segment_offset) {
     (void)segment_offset;
     if (input_segment_count != 1 || output_segment_count != 2 || persistent_count != 1 ||
         input_segment_datatype != MPI_UINT64_T || output_segment_datatype != MPI_UINT64_T ||
@@ -38,7 +37,9 @@ static void chain_fn(void* input_addr, int input_segment_count,
     }
 }
 
-static int segments_of(int a) { return a % 2 == 0 ? LARGE : 1; }
+static int segments_of(int a) {
+    return a % 2 == 0 ? LARGE : 1;
+}
 
 static int compare_before(const void* a, const void* b) {
     const uint64_t x = ((const uint64_t*)a)[0], y = ((const uint64_t*)b)[0];
