@@ -29,6 +29,15 @@ am::context& process_state::ctx() {
         // thread) and any thread may make MPIX calls; AM_PROGRESS_THREAD overrides the first.
         if (std::getenv("AM_PROGRESS_THREAD") == nullptr) cfg.progress_thread = multiple;
         cfg.thread_multiple = multiple;
+#ifdef MPICH_VERSION
+        // MPICH completes another process's passive-target calls (MPI_Win_lock, _unlock,
+        // _flush) only while this process is inside MPI, and am polls MPI only for peers it
+        // reaches through MPI: with peers in shared memory, a process waiting in am (for an am
+        // lock, a flush, MPI_Win_free) would never let a peer's MPI_Win_lock finish while the
+        // peer holds what it waits for. Every am message goes through MPI then (no mapped
+        // windows, no origin-side runs). Open MPI's one-sided needs no such progress.
+        cfg.node_size = 1;
+#endif
         _session = std::make_unique<am::mpi_session>(MPI_COMM_WORLD, cfg);
     }
     return _session->ctx();
