@@ -4,8 +4,11 @@
  * MPI_COMM_WORLD have MPI_ERRORS_RETURN) and loses nothing already issued: an AM issued
  * before the errors of an epoch still completes correctly at the fence.
  *
- *   errors_test          the error classes (one process prints one "ok" line)
- *   errors_test reduce   an MPIX op used in MPI_Allreduce: the job must abort saying so
+ *   errors_test            the error classes (every process prints one "ok" line)
+ *   errors_test reduce     an MPIX op used in MPI_Allreduce: the job must abort saying so
+ *   errors_test mismatch   process 0 registers another function than the others: the
+ *                          registration must fail with MPI_ERR_OP
+ * The program leaves one MPI_Win_allocate window open: MPI_Finalize must free it.
  */
 #include "mpix_test.h"
 
@@ -106,6 +109,16 @@ static void info_errors(void) {
     MPI_Info_free(&info);
 }
 
+static int mismatch_mode(MPI_Op op, MPI_Op other) {
+    int mem[ABS_N];
+    MPI_Win win;
+    CHECK_RC(MPI_Win_create(mem, sizeof mem, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    EXPECT_CLASS(MPIX_Am_win_op_register(me == 0 ? other : op, win), MPI_ERR_OP);
+    CHECK_RC(MPI_Win_free(&win));
+    return finish("mpix_errors");
+}
+
 static int reduce_mode(MPI_Op op) {
     int x = 1, y = 0;
     MPI_Allreduce(&x, &y, 1, MPI_INT, op, MPI_COMM_WORLD);
@@ -122,6 +135,7 @@ int main(int argc, char** argv) {
     CHECK_RC(MPIX_Am_op_create(abssum_fn, &op));
     CHECK_RC(MPIX_Am_op_create(search_fn, &other));
     if (argc > 1 && strcmp(argv[1], "reduce") == 0) return reduce_mode(op);
+    if (argc > 1 && strcmp(argv[1], "mismatch") == 0) return mismatch_mode(op, other);
     EXPECT_CLASS(MPIX_Am_op_create(NULL, &other), MPI_ERR_ARG);
     MPI_Op sum = MPI_SUM;
     EXPECT_CLASS(MPIX_Am_op_free(&sum), MPI_ERR_OP);
@@ -150,6 +164,15 @@ int main(int argc, char** argv) {
     MPI_Aint size;
     CHECK_RC(MPIX_Am_win_buffer_detach(win, &back, &size));
     CHECK_RC(MPI_Win_free(&win));
+    /* Left open on purpose: MPI_Finalize frees it (am's part first). */
+    int* left = NULL;
+    MPI_Win open_win;
+    CHECK_RC(MPI_Win_allocate(ABS_N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                              &left, &open_win));
+    CHECK_RC(MPIX_Am_win_op_register(op, open_win));
+    CHECK_RC(MPI_Win_fence(0, open_win));
+    left[0] = 0;
+    CHECK_RC(MPI_Win_fence(MPI_MODE_NOSUCCEED, open_win));
     CHECK_RC(MPIX_Am_op_free(&op));
     CHECK_RC(MPIX_Am_op_free(&other));
     free(w);
