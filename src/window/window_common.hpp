@@ -5,6 +5,7 @@
 
 #include <am/window.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,12 @@
 namespace am::detail {
 
 inline constexpr std::size_t stage_align = 16;
+
+inline std::uint64_t now_ns() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+}
 
 constexpr std::size_t round_up(std::size_t n, std::size_t a) noexcept {
     return (n + a - 1) / a * a;

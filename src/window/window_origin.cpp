@@ -11,17 +11,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 
 namespace am::detail {
 
 namespace {
-
-std::uint64_t now_ns() {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
-}
 
 std::size_t unit_stage(std::size_t count, std::size_t in_seg, std::size_t out_seg) {
     return round_up(count * in_seg, stage_align) + round_up(count * out_seg, stage_align);
@@ -145,19 +138,7 @@ void window_state::origin_run(const am_desc& d, std::size_t in_seg, std::size_t 
         }
         const window_call c{in,    in_seg, persistent, d.persistent_bytes, out, out_seg, n,
                             first, d.tag,  _rank};
-        const void* saved = t_running_window;
-        t_running_window = this;
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        const std::uint64_t t0 = now_ns();
-        try {
-            e->fn(c);
-        } catch (...) {
-            t_running_window = saved;
-            throw;
-        }
-        _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        t_running_window = saved;
+        invoke(*e, c);
         if (!direct_out) scatter(d.output_layout, out_seg, d.output, first, 0, out, n * out_seg);
         _st.units_at_origin.fetch_add(1, std::memory_order_relaxed);
     }

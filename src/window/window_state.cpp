@@ -175,6 +175,22 @@ std::uint32_t window_state::register_op(std::string_view name, std::string_view 
     return static_cast<std::uint32_t>(_ops.size() - 1);
 }
 
+void window_state::invoke(const window_op_entry& e, const window_call& c) {
+    const void* saved = t_running_window;
+    t_running_window = this;
+    full_fence();
+    const std::uint64_t t0 = now_ns();
+    try {
+        e.fn(c);
+    } catch (...) {
+        t_running_window = saved;
+        throw;
+    }
+    _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    full_fence();
+    t_running_window = saved;
+}
+
 // ------------------------------------------------------------------------------------ epochs
 
 void window_state::wait_until(const char* call, const std::function<bool()>& done) {
@@ -210,10 +226,12 @@ void window_state::flush_all(const char* call) {
 
 void window_state::fence(unsigned assert) {
     const char* call = "am::window::fence";
+    check_not_in_op(call);
+    core::check_wait(_ctx, call);
     flush_all(call);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     _ctx.barrier();
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     util::maybe_lock g(_m, _locking);
     _fence_open = (assert& epoch_assert::nosucceed) == 0;
     _fence_concurrent = (assert& epoch_assert::concurrent) != 0;
@@ -222,6 +240,8 @@ void window_state::fence(unsigned assert) {
 
 void window_state::lock(int target, lock_type type, unsigned assert) {
     const char* call = "am::window::lock";
+    check_not_in_op(call);  // before anything is sent
+    core::check_wait(_ctx, call);
     size_of(target);
     auto& l = _targets[static_cast<std::size_t>(target)];
     {
@@ -243,6 +263,8 @@ void window_state::lock(int target, lock_type type, unsigned assert) {
 
 void window_state::unlock(int target) {
     const char* call = "am::window::unlock";
+    check_not_in_op(call);
+    core::check_wait(_ctx, call);
     size_of(target);
     auto& l = _targets[static_cast<std::size_t>(target)];
     {
@@ -265,6 +287,8 @@ void window_state::unlock(int target) {
 }
 
 void window_state::lock_all(unsigned assert) {
+    check_not_in_op("am::window::lock_all");
+    core::check_wait(_ctx, "am::window::lock_all");
     if (_lock_all) {
         fail(errc::bad_context, "am::window::lock_all", "lock_all is held already");
     }
@@ -273,6 +297,8 @@ void window_state::lock_all(unsigned assert) {
 }
 
 void window_state::unlock_all() {
+    check_not_in_op("am::window::unlock_all");
+    core::check_wait(_ctx, "am::window::unlock_all");
     if (!_lock_all) {
         fail(errc::bad_context, "am::window::unlock_all", "lock_all is not held");
     }
@@ -374,6 +400,8 @@ void window_state::attach(std::span<std::byte> buffer) {
 
 std::span<std::byte> window_state::detach() {
     const char* call = "am::window::detach";
+    check_not_in_op(call);
+    core::check_wait(_ctx, call);
     std::deque<reservation> refused;
     std::span<std::byte> buffer;
     for (;;) {

@@ -137,6 +137,19 @@ class window_state {
     void check_not_in_op(const char* call) const;
 
   private:
+    /// The full memory barrier around operation runs and fences (the paper's UNIFIED model).
+    /// TSan does not model std::atomic_thread_fence (GCC refuses it with -fsanitize=thread):
+    /// a sequentially consistent read-modify-write of a word of the window is one too.
+    void full_fence() noexcept {
+#if defined(__SANITIZE_THREAD__)
+        _fence_word.fetch_add(0, std::memory_order_seq_cst);
+#else
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+    }
+    std::atomic<unsigned> _fence_word{0};
+    /// Runs an operation: refuses re-entry, fences around it, times it.
+    void invoke(const window_op_entry& e, const window_call& c);
     struct lock_guard;
     void check_epoch(int target, const char* call) const;
     void check_desc(const am_desc& d, const char* call) const;

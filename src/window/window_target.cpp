@@ -11,18 +11,11 @@
 #include <am/core/layer.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cstring>
 
 namespace am::detail {
 
 namespace {
-
-std::uint64_t now_ns() {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
-}
 
 std::size_t stage_of(const unit_header& h) {
     return round_up(h.num_segments * h.in_seg, stage_align) +
@@ -159,19 +152,7 @@ void window_state::run_unit(int origin, const unit_header& h, const std::byte* i
                         origin};
     {
         util::maybe_lock serial(_run, _locking && (h.flags & unit_concurrent) == 0);
-        const void* saved = t_running_window;
-        t_running_window = this;
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        const std::uint64_t t0 = now_ns();
-        try {
-            e->fn(c);
-        } catch (...) {
-            t_running_window = saved;
-            throw;
-        }
-        _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        t_running_window = saved;
+        invoke(*e, c);
     }
     _st.units_run.fetch_add(1, std::memory_order_relaxed);
     const std::size_t cap = _ctx.max_medium();
