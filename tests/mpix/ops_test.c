@@ -155,7 +155,11 @@ int main(int argc, char** argv) {
             }
         }
         MPI_Barrier(MPI_COMM_WORLD); /* not an AM call: the progress thread ran the AMs */
+        /* MPI's rule for reading one's own window after others' passive epochs: a lock epoch
+         * on it (or MPI_Win_sync). */
+        CHECK_RC(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, win));
         check_persistent(origins, rounds);
+        CHECK_RC(MPI_Win_unlock(me, win));
     } else {
         printf("FAILED: unknown mode %s\n", mode);
     }
