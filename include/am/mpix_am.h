@@ -40,7 +40,9 @@
  * calls of each process (the paper's NO-ASYNC class): a passive-target AM (lock/unlock) waits
  * until the target enters one of them (MPI_Win_free, for instance, waits for the other
  * processes' lock epochs on that window). The environment variable AM_PROGRESS_THREAD=0/1
- * overrides the choice.
+ * overrides the choice. With MPICH, whose passive-target calls progress only while the target
+ * is inside MPI, every am message goes through MPI (no shared-memory mapping between processes,
+ * hence no origin-side runs).
  *
  * Ordering and concurrency. The info key `am_ordering` at window creation ("none" or a
  * comma-separated subset of "sameop", "diffop", "sameam"; default all three) and the assertion

@@ -54,8 +54,13 @@ int main(int argc, char** argv) {
     uint64_t* xs = calloc((size_t)n, sizeof(uint64_t)); /* origin o's x at index o */
     MPI_Info info = am_info(strict ? NULL : "none", "512", NULL);
     MPI_Win win;
-    CHECK_RC(MPI_Win_create(xs, (MPI_Aint)(n * sizeof(uint64_t)), sizeof(uint64_t), info,
-                            MPI_COMM_WORLD, &win));
+    /* Processes disagree on disp_unit (8 on even ranks, 1 on odd ones): a displacement counts
+     * in the target's unit. */
+    const int unit_of_target = target % 2 == 0 ? (int)sizeof(uint64_t) : 1;
+    const int my_unit = me % 2 == 0 ? (int)sizeof(uint64_t) : 1;
+    const MPI_Aint disp = (MPI_Aint)me * (MPI_Aint)sizeof(uint64_t) / unit_of_target;
+    CHECK_RC(
+        MPI_Win_create(xs, (MPI_Aint)(n * sizeof(uint64_t)), my_unit, info, MPI_COMM_WORLD, &win));
     MPI_Info_free(&info);
     MPI_Op op;
     CHECK_RC(MPIX_Am_op_create(chain_fn, &op));
@@ -73,11 +78,11 @@ int main(int argc, char** argv) {
     CHECK_RC(MPI_Win_fence(0, win));
     for (int a = 0, k = 0; a < AMS; k += segments_of(a), ++a) {
         CHECK_RC(MPIX_Am(in + k, 1, MPI_UINT64_T, out + 2 * k, 2, MPI_UINT64_T, segments_of(a),
-                         target, MPI_UINT64_T, me, 1, MPI_UINT64_T, MPI_UINT64_T, op, win));
+                         target, MPI_UINT64_T, disp, 1, MPI_UINT64_T, MPI_UINT64_T, op, win));
     }
     CHECK_RC(MPI_Win_fence(0, win));
     uint64_t final_x = 0;
-    CHECK_RC(MPI_Get(&final_x, 1, MPI_UINT64_T, target, me, 1, MPI_UINT64_T, win));
+    CHECK_RC(MPI_Get(&final_x, 1, MPI_UINT64_T, target, disp, 1, MPI_UINT64_T, win));
     CHECK_RC(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
 
     /* The chain in issue order, and how many steps broke it. */
