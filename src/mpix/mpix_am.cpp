@@ -8,9 +8,11 @@
 
 #include <dlfcn.h>
 
-#include <climits>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <thread>
 
 namespace am::mpix {
 namespace {
@@ -24,6 +26,9 @@ void not_a_reduction(void*, void*, int*, MPI_Datatype*) {
                  "MPIX_Am\n",
                  world_rank());
     std::fflush(stderr);
+    // Give the launcher time to forward the message: MPI_Abort kills the other processes (and,
+    // with MPICH's Hydra, may cut this one's stderr) at once.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 

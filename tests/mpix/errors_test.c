@@ -8,6 +8,10 @@
  *   errors_test reduce     an MPIX op used in MPI_Allreduce: the job must abort saying so
  *   errors_test mismatch   process 0 registers another function than the others: the
  *                          registration must fail with MPI_ERR_OP
+ *   errors_test buffer     a segment (800 bytes) that fits neither the internal buffer (64) nor
+ *                          the attached one (256): the closing fence returns MPI_ERR_BUFFER on
+ *                          the origin; with a large enough buffer attached instead, the next
+ *                          epoch's AM completes
  * The program leaves one MPI_Win_allocate window open: MPI_Finalize must free it.
  */
 #include "mpix_test.h"
@@ -119,6 +123,39 @@ static int mismatch_mode(MPI_Op op, MPI_Op other) {
     return finish("mpix_errors");
 }
 
+static int buffer_mode(MPI_Op op) {
+    int* w = calloc((size_t)n * ABS_N, sizeof(int));
+    MPI_Info info = am_info(NULL, "64", NULL);
+    MPI_Win win;
+    CHECK_RC(MPI_Win_create(w, (MPI_Aint)((size_t)n * ABS_N * sizeof(int)), sizeof(int), info,
+                            MPI_COMM_WORLD, &win));
+    MPI_Info_free(&info);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    CHECK_RC(MPIX_Am_win_op_register(op, win));
+    static char small[256], large[2048];
+    CHECK_RC(MPIX_Am_win_buffer_attach(win, small, sizeof small));
+    for (int i = 0; i < ABS_N; ++i) in[i] = -i;
+    const int target = (me + 1) % n;
+    CHECK_RC(MPI_Win_fence(0, win));
+    CHECK_RC(am_to(target, (MPI_Aint)me * ABS_N, ABS_N, op, win));
+    EXPECT_CLASS(MPI_Win_fence(0, win), MPI_ERR_BUFFER);
+    void* back;
+    MPI_Aint size;
+    CHECK_RC(MPIX_Am_win_buffer_detach(win, &back, &size));
+    CHECK(back == small);
+    CHECK_RC(MPIX_Am_win_buffer_attach(win, large, sizeof large));
+    CHECK_RC(MPI_Win_fence(0, win));
+    memset(out, 0, sizeof out);
+    CHECK_RC(am_to(target, (MPI_Aint)me * ABS_N, ABS_N, op, win));
+    CHECK_RC(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    int bad = 0;
+    for (int i = 0; i < ABS_N; ++i) bad += out[i] != i;
+    CHECK(bad == 0);
+    CHECK_RC(MPI_Win_free(&win));
+    free(w);
+    return finish("mpix_errors");
+}
+
 static int reduce_mode(MPI_Op op) {
     int x = 1, y = 0;
     MPI_Allreduce(&x, &y, 1, MPI_INT, op, MPI_COMM_WORLD);
@@ -136,6 +173,7 @@ int main(int argc, char** argv) {
     CHECK_RC(MPIX_Am_op_create(search_fn, &other));
     if (argc > 1 && strcmp(argv[1], "reduce") == 0) return reduce_mode(op);
     if (argc > 1 && strcmp(argv[1], "mismatch") == 0) return mismatch_mode(op, other);
+    if (argc > 1 && strcmp(argv[1], "buffer") == 0) return buffer_mode(op);
     EXPECT_CLASS(MPIX_Am_op_create(NULL, &other), MPI_ERR_ARG);
     MPI_Op sum = MPI_SUM;
     EXPECT_CLASS(MPIX_Am_op_free(&sum), MPI_ERR_OP);
