@@ -11,6 +11,9 @@
  *   concurrent_test concurrent any      the assertion; no claim where they run (mpi: every
  *                                       message through MPI, nothing mapped)
  *   concurrent_test plain target        no assertion: every run must be at the target
+ * A third argument "lockall" uses MPI_Win_lock_all(MPIX_MODE_CONCURRENT_AM) / MPI_Win_unlock_all
+ * instead of fences (the target then reads its window after a fence: an MPI_Barrier would leave
+ * the others' unlocks waiting without a progress thread, see docs/mpix_am.md).
  */
 #include "mpix_test.h"
 
@@ -59,7 +62,13 @@ int main(int argc, char** argv) {
     const size_t per_am = (size_t)SEGMENTS * ABS_N;
     int* in = malloc((size_t)n * AMS * per_am * sizeof(int));
     int* out = malloc((size_t)n * AMS * per_am * sizeof(int));
-    CHECK_RC(MPI_Win_fence(assert_bits, win)); /* the window's initial zeros are everyone's */
+    const int lockall = argc > 3 && strcmp(argv[3], "lockall") == 0;
+    if (lockall) {
+        MPI_Barrier(MPI_COMM_WORLD); /* the window's initial zeros are everyone's */
+        CHECK_RC(MPI_Win_lock_all(assert_bits, win));
+    } else {
+        CHECK_RC(MPI_Win_fence(assert_bits, win)); /* the initial zeros are everyone's */
+    }
     for (int t = 0; t < n; ++t) {
         for (int a = 0; a < AMS; ++a) {
             int* ia = in + ((size_t)t * AMS + a) * per_am;
@@ -70,7 +79,12 @@ int main(int argc, char** argv) {
                              (MPI_Aint)me * ABS_N, ABS_N, MPI_INT, MPI_INT, op, win));
         }
     }
-    CHECK_RC(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    if (lockall) {
+        CHECK_RC(MPI_Win_unlock_all(win));
+        CHECK_RC(MPI_Win_fence(0, win)); /* every origin's AMs have completed */
+    } else {
+        CHECK_RC(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    }
     int bad = 0;
     for (size_t i = 0; i < (size_t)n * AMS * per_am; ++i) bad += out[i] != abs(in[i]);
     CHECK(bad == 0);
@@ -88,6 +102,7 @@ int main(int argc, char** argv) {
     const int elsewhere = atomic_load(&runs_elsewhere);
     if (strcmp(expect, "origin") == 0 && n > 1) CHECK(elsewhere > 0);
     if (strcmp(expect, "target") == 0) CHECK(elsewhere == 0);
+    if (lockall) CHECK_RC(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
     printf("mpix_concurrent: on rank %d, %d runs on mapped windows of other processes\n", me,
            elsewhere);
     CHECK_RC(MPI_Win_free(&win));
