@@ -333,13 +333,16 @@ void window_state::send_unit(int target, origin_unit& u, std::uint64_t seq) {
     _st.units_sent.fetch_add(1, std::memory_order_relaxed);
     (u.user ? _st.segments_user : _st.segments_internal)
         .fetch_add(u.count, std::memory_order_relaxed);
-    if (u.in_bytes <= cap) {
-        _layer.send_unit(target, h, std::span(packed, u.in_bytes));
+    // A send may poll, and the unit may run and complete (and be freed) before the next line:
+    // nothing of `u` is read after the first send.
+    const std::size_t in_bytes = u.in_bytes;
+    if (in_bytes <= cap) {
+        _layer.send_unit(target, h, std::span(packed, in_bytes));
         return;
     }
-    for (std::size_t off = 0; off < u.in_bytes; off += cap) {
+    for (std::size_t off = 0; off < in_bytes; off += cap) {
         h.chunk_off = off;
-        _layer.send_unit(target, h, std::span(packed + off, std::min(cap, u.in_bytes - off)));
+        _layer.send_unit(target, h, std::span(packed + off, std::min(cap, in_bytes - off)));
     }
 }
 
