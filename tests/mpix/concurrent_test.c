@@ -13,7 +13,9 @@
  *   concurrent_test plain target        no assertion: every run must be at the target
  * A third argument "lockall" uses MPI_Win_lock_all(MPIX_MODE_CONCURRENT_AM) / MPI_Win_unlock_all
  * instead of fences (the target then reads its window after a fence: an MPI_Barrier would leave
- * the others' unlocks waiting without a progress thread, see docs/mpix_am.md).
+ * the others' unlocks waiting without a progress thread, see docs/mpix_am.md); "big" makes
+ * the window 2 MiB (run with AM_SEGMENT_BYTES=1048576: MPI then allocates the memory, nothing is
+ * mapped, and every run must be at the target).
  */
 #include "mpix_test.h"
 
@@ -47,7 +49,8 @@ int main(int argc, char** argv) {
     const char* expect = argc > 2 ? argv[2] : "any";
     MPI_Init(&argc, &argv);
     const int me = rank_of_world(), n = size_of_world();
-    window_bytes = (size_t)n * ABS_N * sizeof(int);
+    const int big = argc > 3 && strcmp(argv[3], "big") == 0;
+    window_bytes = big ? (size_t)2 << 20 : (size_t)n * ABS_N * sizeof(int);
     int* persistent = NULL;
     MPI_Win win;
     CHECK_RC(MPI_Win_allocate((MPI_Aint)window_bytes, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
