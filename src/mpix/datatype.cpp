@@ -49,9 +49,22 @@ std::size_t at(int v) {
 
 flat_type flatten_one(MPI_Datatype t);
 
+// Whether consecutive elements of `sub` (extent `sub_extent`) form one block of one basic type:
+// then n of them are one block and one run (the common case, flattened in O(1)).
+bool dense(const flat_type& sub, std::ptrdiff_t sub_extent) noexcept {
+    return sub.blocks.size() == 1 && sub.blocks[0].offset == 0 &&
+           static_cast<std::ptrdiff_t>(sub.blocks[0].bytes) == sub_extent &&
+           sub.signature.size() == 1;
+}
+
 // `blocklen` elements of `sub` at `offset` bytes.
 void append_block(flat_type& out, const flat_type& sub, std::ptrdiff_t sub_extent,
                   std::size_t blocklen, std::ptrdiff_t offset) {
+    if (dense(sub, sub_extent)) {
+        out.add_block(offset, sub.blocks[0].bytes * blocklen);
+        out.add_run(sub.signature[0].type, sub.signature[0].count * blocklen);
+        return;
+    }
     for (std::size_t j = 0; j < blocklen; ++j) {
         out.append(sub, offset + static_cast<std::ptrdiff_t>(j) * sub_extent);
     }
@@ -228,7 +241,7 @@ flat_type flatten(MPI_Datatype type, int count) {
     const flat_type one = flatten_one(type);
     const std::ptrdiff_t ext = extent_of(type);
     flat_type out;
-    for (int i = 0; i < count; ++i) out.append(one, static_cast<std::ptrdiff_t>(i) * ext);
+    append_block(out, one, ext, static_cast<std::size_t>(count), 0);
     int size = 0;
     MPI_Type_size(type, &size);
     out.extent = ext * count;
