@@ -174,15 +174,15 @@ bool window_state::try_split(target_link& l, origin_unit& u) {
     while (k > 0 && unit_stage(k, rec.in_seg, rec.out_seg) > room) --k;
     if (k == 0) {
         if (_error.empty()) {
-            _error = "operation #" + std::to_string(rec.d.op) + " of window " +
-                     std::to_string(_id) + ": one segment needs " +
-                     std::to_string(unit_stage(1, rec.in_seg, rec.out_seg)) +
-                     " bytes of staging at rank " + std::to_string(rec.d.target) +
-                     ", whose internal buffer holds " + std::to_string(l.internal.capacity()) +
-                     " bytes per origin and whose attached buffer " +
-                     (l.user_capacity == 0 ? std::string("is missing")
-                                           : std::to_string(l.user_capacity) + " bytes") +
-                     "; the AM's other segments completed";
+            _error =
+                "operation #" + std::to_string(rec.d.op) + " of window " + std::to_string(_id) +
+                ": one segment needs " + std::to_string(unit_stage(1, rec.in_seg, rec.out_seg)) +
+                " bytes of staging at rank " + std::to_string(rec.d.target) +
+                ", whose internal buffer holds " + std::to_string(l.internal.capacity()) +
+                " bytes per origin and whose attached buffer " +
+                (l.user_capacity == 0 ? std::string("is missing")
+                                      : "holds " + std::to_string(l.user_capacity) + " bytes") +
+                "; the AM's other segments completed";
         }
         return false;
     }

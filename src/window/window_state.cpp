@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <exception>
 
 namespace am::detail {
 
@@ -108,11 +109,18 @@ void window_state::free() {
     const char* call = "am::window::free";
     check_not_in_op(call);
     core::check_wait(_ctx, call);
-    flush_all(call);
+    std::exception_ptr late;  // as in fence: the barrier first
+    try {
+        flush_all(call);
+    } catch (const error& e) {
+        if (e.code() != errc::too_large) throw;
+        late = std::current_exception();
+    }
     _ctx.barrier();  // every AM to this rank has completed too: its origin flushed before
     _layer.retire(stats());
     _layer.remove(_id);
     _freed = true;
+    if (late) std::rethrow_exception(late);
 }
 
 std::size_t window_state::size_of(int rank) const {
@@ -228,7 +236,15 @@ void window_state::fence(unsigned assert) {
     const char* call = "am::window::fence";
     check_not_in_op(call);
     core::check_wait(_ctx, call);
-    flush_all(call);
+    // A unit that fits no buffer is this rank's error, but the fence is collective: the others
+    // wait in it (and for this rank's answers), so the error is raised after the barrier.
+    std::exception_ptr late;
+    try {
+        flush_all(call);
+    } catch (const error& e) {
+        if (e.code() != errc::too_large) throw;
+        late = std::current_exception();
+    }
     full_fence();
     _ctx.barrier();
     full_fence();
@@ -236,6 +252,7 @@ void window_state::fence(unsigned assert) {
     _fence_open = (assert& epoch_assert::nosucceed) == 0;
     _fence_concurrent = (assert& epoch_assert::concurrent) != 0;
     for (target_link& t : _targets) t.user_refused = false;
+    if (late) std::rethrow_exception(late);
 }
 
 void window_state::lock(int target, lock_type type, unsigned assert) {
