@@ -118,7 +118,9 @@ int MPIX_Am_op_free(MPI_Op* op);
  * there. Every process registers functionally equivalent functions in the same order; the
  * call checks that each registered the same function (the same module and offset in it, so
  * the same function of the same program) and fails with MPI_ERR_OP naming both otherwise.
- * Registering an op twice on a window is a no-op.
+ * Registering an op twice on a window is a no-op. Synchronising: no process returns before every
+ * process has registered the op (so AMs may use it at once); call it as an MPI_COMM_WORLD
+ * collective (in the same order as the program's other collectives on it).
  */
 int MPIX_Am_win_op_register(MPI_Op op, MPI_Win win);
 

@@ -251,6 +251,11 @@ int MPIX_Am_win_op_register(MPI_Op op, MPI_Win win) {
         const std::uint32_t index = e->window->register_bytes(
             am::mpix::function_name(fn), "MPIX_Am_user_function", am::mpix::adapt(fn));
         e->ops.emplace_back(op, index);
+        // No process returns before every process has the op: an AM sent at once must not
+        // reach a process still inside the registration (where am does not know the op yet).
+        // Registration is collective over MPI_COMM_WORLD's processes, so this barrier is in
+        // the same order everywhere.
+        PMPI_Barrier(MPI_COMM_WORLD);
     });
 }
 
