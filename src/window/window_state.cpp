@@ -291,7 +291,13 @@ void window_state::unlock(int target) {
                  "rank " + std::to_string(target) + " is not locked by this rank");
         }
     }
-    flush(target, call);
+    std::exception_ptr late;  // a unit that fits no buffer: raised once the lock is released
+    try {
+        flush(target, call);
+    } catch (const error& e) {
+        if (e.code() != errc::too_large) throw;
+        late = std::current_exception();
+    }
     {
         util::maybe_lock g(_m, _locking);
         l.unlock_acked = false;
@@ -301,6 +307,7 @@ void window_state::unlock(int target) {
     util::maybe_lock g(_m, _locking);
     l.locked = 0;
     l.lock_concurrent = false;
+    if (late) std::rethrow_exception(late);
 }
 
 void window_state::lock_all(unsigned assert) {
