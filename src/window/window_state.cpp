@@ -161,14 +161,31 @@ std::uint32_t window_state::register_op(std::string_view name, std::string_view 
     core::check_wait(_ctx, call);
     if (!fn) fail(errc::invalid_argument, call, "the operation's function is empty");
     const std::string text = std::string(name) + "(" + std::string(signature) + ")";
+    // The entry exists before this rank joins the exchange: a rank whose exchange completes
+    // first may send an AM with it at once, and it must find it here.
     op_wire mine{};
-    mine.index = _ops.size();
+    {
+        util::maybe_lock g(_m, _locking);
+        mine.index = _ops.size();
+        _ops.push_back({std::string(name), std::string(signature), std::move(fn),
+                        std::max<std::size_t>(input_align, 1)});
+    }
     mine.hash = fnv(text);
     std::strncpy(mine.text, text.c_str(), sizeof mine.text - 1);
     std::vector<op_wire> all(static_cast<std::size_t>(_size));
-    core::allgather(_ctx, core::collective::exchange, &mine, all.data(), sizeof mine, call);
+    auto withdraw = [&] {
+        util::maybe_lock g(_m, _locking);
+        _ops.pop_back();
+    };
+    try {
+        core::allgather(_ctx, core::collective::exchange, &mine, all.data(), sizeof mine, call);
+    } catch (...) {
+        withdraw();
+        throw;
+    }
     for (std::size_t r = 0; r < all.size(); ++r) {
         if (all[r].index != mine.index || all[r].hash != mine.hash) {
+            withdraw();
             fail(errc::handler_mismatch, call,
                  "operation #" + std::to_string(mine.index) + " of window " + std::to_string(_id) +
                      " is " + std::string(mine.text) + " here but rank " + std::to_string(r) +
@@ -177,10 +194,7 @@ std::uint32_t window_state::register_op(std::string_view name, std::string_view 
                      ": every rank registers equivalent operations in the same order");
         }
     }
-    util::maybe_lock g(_m, _locking);
-    _ops.push_back({std::string(name), std::string(signature), std::move(fn),
-                    std::max<std::size_t>(input_align, 1)});
-    return static_cast<std::uint32_t>(_ops.size() - 1);
+    return static_cast<std::uint32_t>(mine.index);
 }
 
 void window_state::invoke(const window_op_entry& e, const window_call& c) {
@@ -291,7 +305,13 @@ void window_state::unlock(int target) {
                  "rank " + std::to_string(target) + " is not locked by this rank");
         }
     }
-    flush(target, call);
+    std::exception_ptr late;  // a unit that fits no buffer: raised once the lock is released
+    try {
+        flush(target, call);
+    } catch (const error& e) {
+        if (e.code() != errc::too_large) throw;
+        late = std::current_exception();
+    }
     {
         util::maybe_lock g(_m, _locking);
         l.unlock_acked = false;
@@ -301,6 +321,7 @@ void window_state::unlock(int target) {
     util::maybe_lock g(_m, _locking);
     l.locked = 0;
     l.lock_concurrent = false;
+    if (late) std::rethrow_exception(late);
 }
 
 void window_state::lock_all(unsigned assert) {

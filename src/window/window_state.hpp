@@ -12,6 +12,8 @@
 
 #include "window_common.hpp"
 
+#include "../util/maybe_lock.hpp"
+
 #include <am/context.hpp>
 #include <am/window.hpp>
 
@@ -108,7 +110,10 @@ class window_state {
 
     std::uint32_t register_op(std::string_view name, std::string_view signature, window_fn fn,
                               std::size_t input_align);
-    std::size_t op_count() const noexcept { return _ops.size(); }
+    std::size_t op_count() const {
+        util::maybe_lock g(_m, _locking);
+        return _ops.size();
+    }
     void am(const am_desc& d);
 
     void fence(unsigned assert);
