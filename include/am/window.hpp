@@ -244,7 +244,8 @@ class window {
     /// exception it only releases local state (the job is failing).
     ~window();
 
-    /// Collective: completes every AM, then releases the window on every rank.
+    /// Collective: completes every AM, then releases the window on every rank (and the memory
+    /// of `allocate` to the segment). A no-op when freed already.
     void free();
 
     [[nodiscard]] context& ctx() const noexcept;

@@ -155,25 +155,30 @@ window& window::operator=(window&& o) noexcept {
 }
 
 window::~window() {
-    if (!_s) return;
-    if (!_s->freed() && std::uncaught_exceptions() == 0) {
-        try {
-            _s->free();
-        } catch (...) {  // the job is failing: the error reached the rank already
-        }
-    }
-    if (_s->freed() && _s->owns_memory()) {
-        context& ctx = _s->ctx();
-        try {
-            ctx.deallocate(ctx.to_global(_s->memory().data()));
-        } catch (...) {
-        }
+    if (!_s || _s->freed() || std::uncaught_exceptions() != 0) return;
+    try {
+        free();
+    } catch (...) {  // the job is failing: the error reached the rank already
     }
 }
 
 void window::free() {
     if (!_s) throw error(errc::bad_context, "am::window::free: a moved-from window");
-    _s->free();
+    if (_s->freed()) return;
+    // The memory goes back to the segment now (the context may end before ~window), also when
+    // free raises a buffer error after releasing the window.
+    auto release = [this] {
+        if (!_s->freed() || !_s->owns_memory()) return;
+        context& ctx = _s->ctx();
+        ctx.deallocate(ctx.to_global(_s->memory().data()));
+    };
+    try {
+        _s->free();
+    } catch (...) {
+        release();
+        throw;
+    }
+    release();
 }
 
 context& window::ctx() const noexcept {
