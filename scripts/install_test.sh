@@ -23,7 +23,12 @@ if [ -d "$build/compat/aml" ]; then  # AML was built: it must be installed
   flags=()
   if "$mpiexec" --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then flags=(--oversubscribe); fi
   "$mpiexec" -n 2 "${flags[@]}" "$prefix/aml_consumer/aml_consumer"
-  echo "install test: find_package(am) consumers of am::am and am::aml, pkg-config consumer passed"
+  # And the MPIX_AM C interface on MPI windows (window active messages).
+  cmake -S tests/install/mpix -B "$prefix/mpix_consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  cmake --build "$prefix/mpix_consumer" >/dev/null
+  "$mpiexec" -n 2 "${flags[@]}" "$prefix/mpix_consumer/mpix_consumer"
+  echo "install test: find_package(am) consumers of am::am, am::aml and am::mpix_am," \
+       "pkg-config consumer passed"
 else
   echo "install test: find_package(am) and pkg-config consumers passed (am without MPI: no AML)"
 fi
