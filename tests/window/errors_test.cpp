@@ -209,6 +209,8 @@ void reentry_job(am::context& ctx) {
         EXPECT_TRUE(am_test::contains(got, calls[i])) << got;
         EXPECT_TRUE(am_test::contains(got, rank_name(me))) << got;
     }
+    // Every rank has read its window before any rank updates it again below.
+    ctx.barrier();
     // The refused calls took nothing: every lock can still be had, no buffer is attached.
     const u64 more[1] = {1};
     u64 sink[1] = {0};
