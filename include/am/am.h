@@ -67,8 +67,10 @@ typedef enum am_status {
     AM_ERR_INVALID_ARGUMENT = 10,    ///< any other bad argument (null pointer, bad configuration)
     AM_ERR_NO_MEMORY = 11,           ///< the segment has no free block of the requested size
     AM_ERR_TIMEOUT = 12,             ///< an epoch did not end within AM_EPOCH_TIMEOUT (C++ only)
-    AM_ERR_COLLECTIVE_MISMATCH = 13  ///< ranks called different collectives at the same point
+    AM_ERR_COLLECTIVE_MISMATCH = 13, ///< ranks called different collectives at the same point
                                      ///< (e.g. am_barrier on one, the end of am_run on another)
+    AM_ERR_REMOTE = 14,              ///< a remote function (RPC) failed; am_last_error says why
+    AM_ERR_BROKEN_PROMISE = 15       ///< a future's producer went away without a result
 } am_status_t;
 
 /// One rank's endpoint, created by `am_run` and passed to the rank function. Opaque. Valid

@@ -86,6 +86,12 @@ struct config {
     /// 0 = off; not under amrun or mpi): polls deliver late and reorder messages across peers
     /// (each peer's own order is kept).
     std::uint64_t faults = 0;
+    /// Usable bytes of each stack of an optimistic handler (`AM_OAM_STACK_BYTES`, default
+    /// 64 KiB, at least 16 KiB; rounded up to pages). A guard page lies below each stack.
+    std::size_t oam_stack_bytes = std::size_t{64} << 10;
+    /// Most optimistic handlers (and RPCs, continuations) of one rank blocked at once
+    /// (`AM_OAM_MAX_THREADS`, default 4096); one more fails with errc::too_large.
+    std::size_t oam_max_threads = 4096;
 
     /// The defaults above, overridden by the environment variables named above.
     /// Throws `am::error` naming the variable when one cannot be parsed.

@@ -100,6 +100,10 @@ std::uint32_t core_register(context_impl* c, const handler_desc& h);
 std::size_t core_poll(context_impl* c);
 void core_idle(context_impl* c, unsigned& backoff_state);
 void core_check_wait(context_impl* c, const char* call);
+/// As core_check_wait, but true (and no error) in an optimistic handler, which then waits
+/// with core_fiber_wait: it yields to its rank's poller until `pred()` holds.
+bool core_wait_check(context_impl* c, const char* call);
+void core_fiber_wait(context_impl* c, const std::function<bool()>& pred);
 
 /// A put or get in bytes: `rows` blocks of `width` bytes. Remote block i starts at
 /// `offset + i * remote_stride` (or at `offset + index[i] * width` when `index` is set); local
@@ -116,6 +120,7 @@ struct rma_shape {
 };
 
 struct access;
+struct token_access;
 /// Tag of the counters the library uses internally: they take no remote-flag position.
 struct unregistered_t {};
 
@@ -213,12 +218,14 @@ class token {
     template <unsigned N>
     friend void detail::core_reply_short(token&, std::uint32_t, const std::uint64_t*);
     friend class detail::context_impl;
+    friend struct detail::token_access;
     token(detail::context_impl* c, int source, detail::lane ln) noexcept
         : _ctx(c), _source(source), _lane(ln) {}
     detail::context_impl* _ctx;
     int _source;
     detail::lane _lane;
     bool _replied = false;
+    bool _detached = false;  // an optimistic handler that blocked: its reply slot is gone
 };
 
 /// One rank's endpoint: rank and size, handler registration, sends, progress and waits.
@@ -308,7 +315,10 @@ class context {
     /// oversubscribed ranks still progress. Not callable from a handler.
     template <class Pred>
     void wait(Pred&& pred) {
-        detail::core_check_wait(_impl, "am::context::wait");
+        if (detail::core_wait_check(_impl, "am::context::wait")) [[unlikely]] {
+            detail::core_fiber_wait(_impl, [&] { return static_cast<bool>(pred()); });
+            return;
+        }
         unsigned backoff = 0;
         while (!pred()) {
             if (detail::core_poll(_impl) != 0) {

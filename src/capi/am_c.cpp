@@ -36,6 +36,8 @@ static_assert(AM_ERR_INVALID_ARGUMENT == static_cast<int>(am::errc::invalid_argu
 static_assert(AM_ERR_NO_MEMORY == static_cast<int>(am::errc::no_memory));
 static_assert(AM_ERR_TIMEOUT == static_cast<int>(am::errc::timeout));
 static_assert(AM_ERR_COLLECTIVE_MISMATCH == static_cast<int>(am::errc::collective_mismatch));
+static_assert(AM_ERR_REMOTE == static_cast<int>(am::errc::remote));
+static_assert(AM_ERR_BROKEN_PROMISE == static_cast<int>(am::errc::broken_promise));
 static_assert(AM_MAX_ARGS == am::max_args);
 static_assert(alignof(am_counter_t) >= std::atomic_ref<std::uint64_t>::required_alignment);
 
@@ -298,6 +300,8 @@ const char* const status_strings[] = {
     "AM_ERR_NO_MEMORY: the segment has no free block of the requested size",
     "AM_ERR_TIMEOUT: an epoch did not end within AM_EPOCH_TIMEOUT",
     "AM_ERR_COLLECTIVE_MISMATCH: ranks called different collectives at the same point",
+    "AM_ERR_REMOTE: a remote function failed",
+    "AM_ERR_BROKEN_PROMISE: a future's producer went away without a result",
 };
 
 void run_c_rank(am::context& ctx, am_rank_fn rank_fn, void* arg) {

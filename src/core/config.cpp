@@ -130,6 +130,12 @@ config config::from_env() {
     if (const char* v = std::getenv("AM_EAGER_BYTES")) {
         c.eager_bytes = parse_size("AM_EAGER_BYTES", v);
     }
+    if (const char* v = std::getenv("AM_OAM_STACK_BYTES")) {
+        c.oam_stack_bytes = parse_size("AM_OAM_STACK_BYTES", v);
+    }
+    if (const char* v = std::getenv("AM_OAM_MAX_THREADS")) {
+        c.oam_max_threads = parse_size("AM_OAM_MAX_THREADS", v);
+    }
     return c;
 }
 

@@ -20,6 +20,13 @@ void core_reply(token& t, const send_desc& d) {
         util::fail(errc::bad_reply, call, t._ctx->rank(),
                    "called in a reply handler; only request handlers may reply");
     }
+    if (t._detached) {
+        util::fail(errc::bad_reply, call, t._ctx->rank(),
+                   "the optimistic handler of the request from rank " +
+                       std::to_string(t.source()) +
+                       " blocked, so it can no longer reply; send a request back (or use "
+                       "am::rpc, whose result travels back by itself)");
+    }
     if (t._replied) {
         util::fail(errc::bad_reply, call, t._ctx->rank(),
                    "second reply to the request from rank " + std::to_string(t.source()) +
@@ -47,8 +54,27 @@ void core_idle(context_impl* c, unsigned& backoff_state) {
 void core_check_wait(context_impl* c, const char* call) {
     c->check_thread(call);
     if (c->in_handler()) {
+        if (t_fiber_hook != nullptr) {
+            util::fail(errc::bad_context, call, c->rank(),
+                       "called from an optimistic handler; those may block on am::mutex, "
+                       "am::condition_variable, am::future and context::wait, but not here");
+        }
         util::fail(errc::bad_context, call, c->rank(),
                    "called from a handler; handlers must not block");
+    }
+}
+
+bool core_wait_check(context_impl* c, const char* call) {
+    if (t_fiber_hook != nullptr && c->in_handler()) return true;
+    core_check_wait(c, call);
+    return false;
+}
+
+void core_fiber_wait(context_impl*, const std::function<bool()>& pred) {
+    const fiber_hook* h = t_fiber_hook;
+    while (!pred()) {
+        h->yield(h->arg);
+        h = t_fiber_hook;  // the handler may resume on another thread of the rank
     }
 }
 

@@ -12,9 +12,11 @@ namespace am::detail {
 
 std::size_t context_impl::run_deferred() {
     _deferred_ready.store(false, std::memory_order_relaxed);
-    if (!_deferred_fn) return 0;
+    if (_deferred_fns.empty()) return 0;
     frame_scope scope(this, 0);
-    return _deferred_fn();
+    std::size_t n = 0;
+    for (const auto& fn : _deferred_fns) n += fn();
+    return n;
 }
 
 void context_impl::poll_after_send() {

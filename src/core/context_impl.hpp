@@ -98,7 +98,12 @@ class context_impl final : public transport::message_sink {
     }
     /// Work a layer keeps for later (e.g. batches of an epoch this rank has not begun): `fn`
     /// runs inside a poll, as a handler would (sends never block), after `signal_deferred`.
-    void set_deferred(std::function<std::size_t()> fn) { _deferred_fn = std::move(fn); }
+    void set_deferred(std::function<std::size_t()> fn) { _deferred_fns.push_back(std::move(fn)); }
+    /// Work a layer holds that will still send or finish (blocked optimistic handlers):
+    /// quiescence waits for it to reach zero.
+    void add_layer_pending(std::int64_t n) noexcept {
+        _layer_pending.fetch_add(n, std::memory_order_acq_rel);
+    }
     void signal_deferred() noexcept { _deferred_ready.store(true, std::memory_order_release); }
     /// Work that any thread polling this rank may run, outside the poll lock and concurrently
     /// with other such threads (`thread_multiple`): `fn` runs as a handler would, one unit per
@@ -219,7 +224,8 @@ class context_impl final : public transport::message_sink {
     std::uintptr_t _saved_frame = 0;  // the home thread's t_frame before this context's mark
     std::atomic<bool> _stop{false};
 
-    std::function<std::size_t()> _deferred_fn;
+    std::vector<std::function<std::size_t()>> _deferred_fns;  // one per layer that asks
+    std::atomic<std::int64_t> _layer_pending{0};
     std::function<std::size_t()> _work_fn;
     std::atomic<bool> _work_ready{false};
     std::shared_mutex _work_mutex;  // shared while work runs; `exclusive` takes it alone

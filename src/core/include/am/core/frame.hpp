@@ -16,6 +16,14 @@ namespace am::detail {
 inline thread_local std::uintptr_t t_frame [[gnu::tls_model("initial-exec")]] = 0;
 inline constexpr unsigned home_mark = 2;
 
+/// Set while an optimistic handler (src/oam) runs on its own stack on this thread: how
+/// `context::wait` yields it instead of refusing to wait in a handler.
+struct fiber_hook {
+    void (*yield)(void* arg);
+    void* arg;
+};
+inline thread_local const fiber_hook* t_fiber_hook [[gnu::tls_model("initial-exec")]] = nullptr;
+
 inline std::uintptr_t frame_of(const void* c, unsigned lane) noexcept {
     return reinterpret_cast<std::uintptr_t>(c) | lane;
 }

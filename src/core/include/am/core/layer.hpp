@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <new>
 #include <span>
 #include <string>
 
@@ -112,7 +113,11 @@ void send(context& ctx, const detail::send_desc& d);
 std::size_t poll(context& ctx);
 /// Work the layer keeps for later (e.g. batches of an epoch this rank has not begun): `fn`
 /// runs inside a poll, as a handler does (its sends never block), after `signal_deferred`.
+/// Each layer may add one (in its constructor); a signal runs all of them.
 void set_deferred(context& ctx, std::function<std::size_t()> fn);
+/// Adds `n` (may be negative) to the work this layer holds outside the core that will still
+/// send or finish (blocked optimistic handlers): quiescence waits until the rank's total is 0.
+void add_pending(context& ctx, std::int64_t n) noexcept;
 void signal_deferred(context& ctx) noexcept;
 /// Work that any thread polling this rank may run concurrently (thread_multiple): `fn` runs
 /// as a handler, one unit per call, returning how many it ran; `work_available` says whether
@@ -152,3 +157,23 @@ void allreduce_sum(context& ctx, collective kind, const std::uint64_t* in, std::
 [[nodiscard]] std::string failure_reason(const context& ctx);
 
 }  // namespace am::core
+
+namespace am::detail {
+
+/// For a layer whose handlers outlive their dispatch (optimistic handlers on their own
+/// stacks): a copy of the token, and the mark that its reply is gone.
+struct token_access {
+    /// Constructs at `where` (storage for a token) a token for the same message as `t`.
+    static token* copy(void* where, const token& t) noexcept {
+        auto* c = new (where) token(t._ctx, t._source, t._lane);
+        c->_replied = t._replied;
+        return c;
+    }
+    /// From now on `t.reply` throws errc::bad_reply saying the handler blocked.
+    static void detach(token& t) noexcept {
+        t._replied = true;
+        t._detached = true;
+    }
+};
+
+}  // namespace am::detail

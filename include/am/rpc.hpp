@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// Optimistic RPC: `am::rpc<&f>(ctx, rank, args...)` runs `f(args...)` on `rank` and returns an
+/// `am::future` of its result; `am::rpc_ff` is fire-and-forget. No stub compiler: the
+/// function's C++ signature decides the wire format at compile time.
+///
+/// - **Remote functions** are plain functions (`rpc_register<&f>(ctx)`) or callables
+///   (`auto h = rpc_register(ctx, lambda)`, called with `rpc(ctx, rank, h, args...)`).
+///   Registration is collective and sealed by the next `barrier()`, which checks every rank
+///   registered the same functions in the same order (the handler-table handshake). A function
+///   may take `am::context&` first: it receives the context of the rank it runs on (for nested
+///   RPCs).
+/// - **Where it runs.** As an optimistic handler (<am/oam.hpp>) on the target: at once in the
+///   target's poll, turning into a thread only if it blocks (on a mutex, a future — e.g. a
+///   nested RPC's `get()` — a condition variable, `ctx.wait`).
+/// - **Arguments and results**: see <am/serial.hpp>. When every parameter is trivially
+///   copyable and at most 8 bytes (at most 15 of them) the call travels as a short active
+///   message; otherwise as one medium message of at most `ctx.max_medium()` bytes (more is
+///   refused with errc::too_large, nothing sent). Results likewise.
+/// - **Exceptions** the remote function throws travel back: `get()` throws am::error with
+///   errc::remote whose text names the function, the rank and the original `what()` (the
+///   original code for an `am::error`). A fire-and-forget call's exception fails the job, as a
+///   handler's would.
+/// - **Completion.** The future is ready once the result message has been handled on the
+///   caller's rank (in one of its polls). `rpc` itself never blocks (from a handler it queues).
+///
+/// Thread-safety: as `context::request`.
+#pragma once
+
+#include <am/future.hpp>
+#include <am/serial.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace am {
+
+/// A handle to a registered callable taking `P...` and returning `R` (from `rpc_register`).
+template <class Sig>
+struct remote;
+template <class R, class... P>
+struct remote<R(P...)> {
+    std::uint32_t index = UINT32_MAX;  ///< its handler's index
+};
+
+namespace detail {
+
+template <class F>
+struct fn_traits : fn_traits<decltype(&std::remove_cvref_t<F>::operator())> {};
+template <class R, class... P>
+struct fn_traits<R (*)(P...)> {
+    using result = R;
+    using params = type_list<P...>;
+};
+template <class R, class... P>
+struct fn_traits<R (*)(P...) noexcept> : fn_traits<R (*)(P...)> {};
+template <class R, class C, class... P>
+struct fn_traits<R (C::*)(P...)> : fn_traits<R (*)(P...)> {};
+template <class R, class C, class... P>
+struct fn_traits<R (C::*)(P...) const> : fn_traits<R (*)(P...)> {};
+template <class R, class C, class... P>
+struct fn_traits<R (C::*)(P...) noexcept> : fn_traits<R (*)(P...)> {};
+template <class R, class C, class... P>
+struct fn_traits<R (C::*)(P...) const noexcept> : fn_traits<R (*)(P...)> {};
+
+/// The parameters that travel: without a leading `am::context&`, decayed.
+template <class L>
+struct wire_params;
+template <class... P>
+struct wire_params<type_list<P...>> {
+    static constexpr bool takes_ctx = false;
+    using type = type_list<std::remove_cvref_t<P>...>;
+};
+template <class... P>
+struct wire_params<type_list<context&, P...>> {
+    static constexpr bool takes_ctx = true;
+    using type = type_list<std::remove_cvref_t<P>...>;
+};
+
+template <class T>
+inline constexpr bool short_value_v = wire_arg_v<T> && !std::is_pointer_v<T>;
+
+template <class L>
+struct short_call : std::false_type {};
+template <class... P>
+struct short_call<type_list<P...>>
+    : std::bool_constant<(short_value_v<P> && ...) && sizeof...(P) <= max_args - 1> {};
+
+template <class R>
+inline constexpr bool short_result_v = std::is_void_v<R> || short_value_v<R>;
+
+template <class T>
+inline constexpr bool check_sendable() {
+    static_assert(sendable<T>,
+                  "am::rpc: this argument or result type cannot be sent. Use a trivially "
+                  "copyable type, std::string, std::vector<T> or std::span<const T> (T "
+                  "trivially copyable), specialise am::serializer<T>, or include "
+                  "<am/rpc_cereal.hpp> and give the type a cereal serialize() function");
+    return true;
+}
+
+/// A call in flight on the caller: where its result goes.
+struct rpc_delivery {
+    future_base* state;
+    void (*from_slot)(future_base*, std::uint64_t);
+    void (*from_bytes)(future_base*, std::span<const std::byte>);
+};
+
+// The rpc part of the scheduler (src/oam/rpc.cpp).
+/// This process's number for a remote function (the key of the per-rank table).
+std::uint32_t rpc_new_slot() noexcept;
+/// Records that function `slot` is handler `index` on this rank.
+void rpc_set_index(oam_sched* s, std::uint32_t slot, std::uint32_t index, std::string_view name);
+/// The handler of function `slot`; throws errc::bad_handler naming `name` when unregistered.
+std::uint32_t rpc_index(oam_sched* s, std::uint32_t slot, std::string_view name);
+/// Registers the call; returns its id (which takes a reference on `d.state`).
+std::uint64_t rpc_begin(oam_sched* s, const rpc_delivery& d);
+/// Withdraws a call whose request could not be sent.
+void rpc_cancel(oam_sched* s, std::uint64_t id) noexcept;
+/// No result wanted.
+inline constexpr std::uint64_t rpc_no_reply = ~std::uint64_t{0};
+/// Sends the result of call `id` back to `caller` (from the remote function's handler).
+void rpc_return_slot(context& ctx, int caller, std::uint64_t id, std::uint64_t value);
+void rpc_return_bytes(context& ctx, int caller, std::uint64_t id, std::span<const std::byte> b);
+/// Sends the exception the remote function `name` threw back (or fails the job for a call
+/// without reply).
+void rpc_return_error(context& ctx, int caller, std::uint64_t id, std::string_view name,
+                      std::exception_ptr e);
+/// Throws errc::too_large: `bytes` of arguments do not fit a medium message.
+[[noreturn]] void rpc_too_large(context& ctx, std::string_view name, std::size_t bytes,
+                                const char* what);
+
+template <class T>
+std::uint64_t to_slot(const T& v) noexcept {
+    return pack_arg<T>(v);
+}
+
+template <class R>
+void deliver_slot(future_base* b, std::uint64_t v) {
+    auto* s = static_cast<future_state<R>*>(b);
+    if constexpr (std::is_void_v<R>) {
+        (void)v;
+        (void)s->set_value();
+    } else {
+        (void)s->set_value(unpack_arg<R>(v));
+    }
+}
+template <class R>
+void deliver_bytes(future_base* b, std::span<const std::byte> bytes) {
+    auto* s = static_cast<future_state<R>*>(b);
+    try {
+        serial_reader r(bytes);
+        (void)s->set_value(serializer<R>::read(r));
+    } catch (...) {
+        (void)s->set_exception(std::current_exception());
+    }
+}
+
+/// Runs the remote function on its target and sends the result back.
+template <class R, bool Ctx, class F, class... A>
+void rpc_run(context& ctx, int caller, std::uint64_t id, std::string_view name, F& f,
+             A&&... a) {
+    try {
+        auto call = [&]() -> R {
+            if constexpr (Ctx) {
+                return f(ctx, std::forward<A>(a)...);
+            } else {
+                return f(std::forward<A>(a)...);
+            }
+        };
+        if constexpr (std::is_void_v<R>) {
+            call();
+            if (id != rpc_no_reply) rpc_return_slot(ctx, caller, id, 0);
+        } else {
+            R result = call();
+            if (id == rpc_no_reply) return;
+            if constexpr (short_result_v<R>) {
+                rpc_return_slot(ctx, caller, id, to_slot(result));
+            } else {
+                std::vector<std::byte> out;
+                serial_writer w(out);
+                serializer<R>::write(w, result);
+                rpc_return_bytes(ctx, caller, id, out);
+            }
+        }
+    } catch (...) {
+        rpc_return_error(ctx, caller, id, name, std::current_exception());
+    }
+}
+
+/// The optimistic handler of a remote function `F` (a callable) with wire parameters `P...`.
+template <class F, class R, bool Ctx, class L, bool Short = short_call<L>::value>
+struct rpc_handler;
+
+template <class F, class R, bool Ctx, class... P>
+struct rpc_handler<F, R, Ctx, type_list<P...>, true> {
+    F f;
+    void operator()(token& t, std::uint64_t id, P... p) {
+        rpc_run<R, Ctx>(t.ctx(), t.source(), id, type_name<F>(), f, std::move(p)...);
+    }
+};
+
+template <class F, class R, bool Ctx, class... P>
+struct rpc_handler<F, R, Ctx, type_list<P...>, false> {
+    F f;
+    void operator()(token& t, std::span<const std::byte> in, std::uint64_t id) {
+        context& ctx = t.ctx();
+        const int caller = t.source();
+        std::optional<std::tuple<P...>> args;
+        try {
+            serial_reader r(in);
+            args.emplace(std::tuple<P...>{serializer<P>::read(r)...});
+        } catch (...) {
+            rpc_return_error(ctx, caller, id, type_name<F>(), std::current_exception());
+            return;
+        }
+        std::apply([&](P&... p) { rpc_run<R, Ctx>(ctx, caller, id, type_name<F>(), f, std::move(p)...); },
+                   *args);
+    }
+};
+
+template <class F>
+struct rpc_traits {
+    using R = typename fn_traits<F>::result;
+    using W = wire_params<typename fn_traits<F>::params>;
+    using L = typename W::type;
+    static constexpr bool takes_ctx = W::takes_ctx;
+    static constexpr bool is_short = short_call<L>::value;
+};
+
+template <class L>
+struct sendable_all;
+template <class... P>
+struct sendable_all<type_list<P...>> {
+    static constexpr bool value = (check_sendable<P>() && ...);
+};
+
+/// Registers callable `f` as remote function; its handler index.
+template <class F>
+std::uint32_t rpc_register_callable(context& ctx, F&& f) {
+    using D = std::remove_cvref_t<F>;
+    using T = rpc_traits<D>;
+    static_assert(sendable_all<typename T::L>::value);
+    if constexpr (!std::is_void_v<typename T::R>) static_assert(check_sendable<typename T::R>());
+    using H = rpc_handler<D, typename T::R, T::takes_ctx, typename T::L>;
+    return optimistic_handler(ctx, H{std::forward<F>(f)}).index;
+}
+
+/// Sends the call; `id` is rpc_no_reply or a call registered with rpc_begin.
+template <class L, class... A>
+struct rpc_send;
+template <class... P, class... A>
+struct rpc_send<type_list<P...>, A...> {
+    static void go(context& ctx, int rank, std::uint32_t index, std::uint64_t id,
+                   std::string_view name, A&&... a) {
+        static_assert(sizeof...(P) == sizeof...(A), "am::rpc: wrong number of arguments");
+        static_assert((std::is_constructible_v<P, A> && ...),
+                      "am::rpc: an argument does not convert to the function's parameter type");
+        if constexpr (short_call<type_list<P...>>::value) {
+            ctx.request(rank, am::handler<category::short_am, std::uint64_t, P...>{index}, id,
+                        static_cast<P>(std::forward<A>(a))...);
+        } else {
+            std::vector<std::byte> buf;
+            serial_writer w(buf);
+            (serializer<P>::write(w, P(std::forward<A>(a))), ...);
+            if (buf.size() > ctx.max_medium()) rpc_too_large(ctx, name, buf.size(), "arguments");
+            ctx.request(rank, am::handler<category::medium, std::uint64_t>{index},
+                        std::span<const std::byte>(buf), id);
+        }
+    }
+};
+
+template <class R, class L, class... A>
+future<R> rpc_call(context& ctx, int rank, std::uint32_t index, std::string_view name,
+                   A&&... a) {
+    oam_sched* s = oam_of(ctx, "am::rpc");
+    state_ref<R> st(new future_state<R>(s));
+    const std::uint64_t id = rpc_begin(s, rpc_delivery{st.get(), &deliver_slot<R>,
+                                                       short_result_v<R> ? nullptr
+                                                                         : &deliver_bytes<R>});
+    try {
+        rpc_send<L, A...>::go(ctx, rank, index, id, name, std::forward<A>(a)...);
+    } catch (...) {
+        rpc_cancel(s, id);
+        throw;
+    }
+    return future<R>(std::move(st));
+}
+
+/// Function `Fn` as a callable of the same signature (its type names `Fn`).
+template <auto Fn, class L = typename fn_traits<decltype(Fn)>::params>
+struct fn_object_r;
+template <auto Fn, class... P>
+struct fn_object_r<Fn, type_list<P...>> {
+    typename fn_traits<decltype(Fn)>::result operator()(P... p) const {
+        return Fn(std::forward<P>(p)...);
+    }
+};
+
+/// This process's key of function `Fn` in the per-rank tables.
+template <auto Fn>
+std::uint32_t rpc_slot_of() {
+    static const std::uint32_t slot = rpc_new_slot();
+    return slot;
+}
+
+template <class R, class L>
+struct remote_of;
+template <class R, class... P>
+struct remote_of<R, type_list<P...>> {
+    static remote<R(P...)> make(std::uint32_t index) { return remote<R(P...)>{index}; }
+};
+
+}  // namespace detail
+
+/// Registers function `Fn` for `rpc<Fn>` on this rank (collective; see the file comment).
+template <auto Fn>
+void rpc_register(context& ctx) {
+    const std::uint32_t index = detail::rpc_register_callable(ctx, detail::fn_object_r<Fn>{});
+    detail::rpc_set_index(detail::oam_of(ctx, "am::rpc_register"), detail::rpc_slot_of<Fn>(),
+                          index, detail::value_name<Fn>());
+}
+
+/// Registers callable `f` (a lambda may capture rank-local state; the context keeps a copy)
+/// as a remote function; call it with `rpc(ctx, rank, handle, args...)`.
+template <class F>
+auto rpc_register(context& ctx, F&& f) {
+    using T = detail::rpc_traits<std::remove_cvref_t<F>>;
+    return detail::remote_of<typename T::R, typename T::L>::make(
+        detail::rpc_register_callable(ctx, std::forward<F>(f)));
+}
+
+/// Calls `Fn(args...)` on `rank`; the future of its result.
+template <auto Fn, class... A>
+auto rpc(context& ctx, int rank, A&&... args) {
+    using T = detail::rpc_traits<decltype(Fn)>;
+    const std::uint32_t index = detail::rpc_index(detail::oam_of(ctx, "am::rpc"),
+                                                  detail::rpc_slot_of<Fn>(),
+                                                  detail::value_name<Fn>());
+    return detail::rpc_call<typename T::R, typename T::L>(ctx, rank, index,
+                                                          detail::value_name<Fn>(),
+                                                          std::forward<A>(args)...);
+}
+
+/// Calls `Fn(args...)` on `rank` without a result; an exception there fails the job.
+template <auto Fn, class... A>
+void rpc_ff(context& ctx, int rank, A&&... args) {
+    using T = detail::rpc_traits<decltype(Fn)>;
+    const std::uint32_t index = detail::rpc_index(detail::oam_of(ctx, "am::rpc_ff"),
+                                                  detail::rpc_slot_of<Fn>(),
+                                                  detail::value_name<Fn>());
+    detail::rpc_send<typename T::L, A...>::go(ctx, rank, index, detail::rpc_no_reply,
+                                              detail::value_name<Fn>(), std::forward<A>(args)...);
+}
+
+/// Calls a registered callable on `rank`.
+template <class R, class... P, class... A>
+future<R> rpc(context& ctx, int rank, remote<R(P...)> h, A&&... args) {
+    return detail::rpc_call<R, detail::type_list<P...>>(ctx, rank, h.index, "registered callable",
+                                                        std::forward<A>(args)...);
+}
+
+/// Calls a registered callable on `rank` without a result.
+template <class R, class... P, class... A>
+void rpc_ff(context& ctx, int rank, remote<R(P...)> h, A&&... args) {
+    detail::rpc_send<detail::type_list<P...>, A...>::go(ctx, rank, h.index, detail::rpc_no_reply,
+                                                        "registered callable",
+                                                        std::forward<A>(args)...);
+}
+
+}  // namespace am

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+// The optimistic-handler layer of one rank: its fibers (a handler on a stack of its own,
+// switched with Boost.Context's fcontext), the queue of blocked handlers made runnable again,
+// and the RPC tables (calls in flight, remote functions by process-wide slot).
+#pragma once
+
+#include <am/config.hpp>
+#include <am/context.hpp>
+#include <am/core/frame.hpp>
+#include <am/core/layer.hpp>
+#include <am/oam.hpp>
+#include <am/rpc.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+namespace am::detail {
+
+/// A stack with a guard page below it (src/oam/stack.cpp).
+struct oam_stack {
+    std::byte* base = nullptr;  // the mapping, guard page first
+    std::size_t mapped = 0;
+    std::size_t usable = 0;
+    [[nodiscard]] std::byte* top() const noexcept { return base + mapped; }
+    [[nodiscard]] std::byte* bottom() const noexcept { return base + (mapped - usable); }
+};
+oam_stack oam_stack_map(std::size_t usable, int rank);
+void oam_stack_unmap(oam_stack& s) noexcept;
+/// Installs (once per process) the SIGSEGV handler that names the handler whose stack overflowed,
+/// and an alternate signal stack for the calling thread (once per thread).
+void oam_guard_install();
+/// Makes `f` the fiber the SIGSEGV handler checks on this thread; returns the previous one.
+const oam_fiber* oam_guard_swap(const oam_fiber* f) noexcept;
+
+struct oam_fiber {
+    enum class state : std::uint8_t { idle, running, blocked, yielding, done };
+    void* ctx = nullptr;   // fcontext to resume it at
+    void* back = nullptr;  // fcontext of whoever resumed it (it returns there)
+    oam_stack stack;
+    oam_sched* sched = nullptr;
+    int rank = 0;
+    state st = state::idle;
+    bool blocked_once = false;  // counts as live (pending) until it finishes
+    // The current job: a handler (task) or a spawned function.
+    const oam_task* task = nullptr;
+    void (*run)(void*) = nullptr;
+    void (*drop)(void*) = nullptr;
+    void* arg = nullptr;
+    std::string_view name;
+    token* tok = nullptr;           // the handler's copy of its token (detached when it blocks)
+    oam_waitq* release = nullptr;   // unlocked by the resumer once this fiber is switched out
+    std::exception_ptr error;       // what the job threw
+    oam_fiber* next = nullptr;      // in the ready list or the idle pool
+    fiber_hook hook{};
+    const fiber_hook* saved_hook = nullptr;  // the resumer's hook, restored on return
+    // Sanitizers: the resumer's stack and fiber, this fiber's fake stack and fiber.
+    const void* back_bottom = nullptr;
+    std::size_t back_size = 0;
+    void* fake_stack = nullptr;
+    void* tsan_back = nullptr;
+    void* tsan_self = nullptr;
+};
+
+class oam_sched final : public core::layer {
+  public:
+    static constexpr core::key key{"optimistic AMs"};
+
+    oam_sched(context& ctx, const config& cfg);
+    ~oam_sched() override;
+    [[nodiscard]] std::string report() const override;
+
+    context& ctx() noexcept { return _ctx; }
+    /// Runs a handler / a spawned function on a fiber until it finishes or blocks.
+    void dispatch(const oam_task& t);
+    void spawn(void (*run)(void*), void (*drop)(void*), void* arg, std::string_view name);
+    /// Makes blocked fiber `f` runnable; any thread.
+    void make_ready(oam_fiber* f) noexcept;
+    /// Called on fiber `f` (the running one): switch out; `why` is blocked or yielding.
+    void suspend(oam_fiber* f, oam_fiber::state why, oam_waitq* release, const char* call);
+    [[nodiscard]] oam_stats stats() const;
+
+    // RPC (src/oam/rpc.cpp)
+    void rpc_set_index(std::uint32_t slot, std::uint32_t index, std::string_view name);
+    std::uint32_t rpc_index(std::uint32_t slot, std::string_view name);
+    std::uint64_t rpc_begin(const rpc_delivery& d);
+    void rpc_cancel(std::uint64_t id) noexcept;
+    void on_return_slot(int source, std::uint64_t id, std::uint64_t value);
+    void on_return_bytes(int source, std::uint64_t id, std::span<const std::byte> b);
+    void on_return_error(int source, std::uint64_t id, std::span<const std::byte> text);
+
+    am::handler<category::short_am, std::uint64_t, std::uint64_t> ret_slot;
+    am::handler<category::medium, std::uint64_t> ret_bytes;
+    am::handler<category::medium, std::uint64_t, std::uint64_t> ret_error;
+
+  private:
+    oam_fiber* take_fiber();
+    /// Switches to `f` (from rank code, a handler, the ready queue or another fiber) and
+    /// handles the state it comes back in.
+    void resume(oam_fiber* f);
+    void after_switch(oam_fiber* f);
+    std::size_t run_ready();
+    rpc_delivery finish_call(int source, std::uint64_t id, const char* what);
+    [[noreturn]] void fail(errc code, const char* call, const std::string& what) const;
+
+    context& _ctx;
+    const int _rank;
+    const bool _locking;
+    const std::size_t _stack_bytes;
+    const std::size_t _max_live;
+    std::mutex _m;  // ready list, idle pool and call table when locking
+    oam_fiber* _ready_head = nullptr;
+    oam_fiber* _ready_tail = nullptr;
+    oam_fiber* _idle = nullptr;
+    std::vector<std::unique_ptr<oam_fiber>> _fibers;
+    std::atomic<std::uint64_t> _live{0};
+    std::atomic<std::uint64_t> _handlers{0}, _blocked{0}, _resumes{0}, _peak{0};
+
+    // RPC
+    static constexpr std::uint32_t max_slots = 4096;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> _rpc_index;  // slot -> handler + 1 (0: none)
+    struct call {
+        rpc_delivery d{};
+        std::uint32_t gen = 0;
+        bool busy = false;
+    };
+    std::vector<call> _calls;
+    std::vector<std::uint32_t> _free_calls;
+};
+
+oam_sched& oam_layer_of(context& ctx, const char* call);
+
+}  // namespace am::detail

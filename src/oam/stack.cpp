@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// Stacks of optimistic handlers: an mmap'd region with a PROT_NONE guard page below the usable
+// part, and a SIGSEGV handler (on an alternate signal stack) that turns a fault in a guard page
+// into a message naming the handler and its rank before the process dies.
+#include "oam_sched.hpp"
+
+#include "../util/error.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+namespace am::detail {
+
+namespace {
+
+std::size_t page_size() noexcept {
+    static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    return p;
+}
+
+// The fiber running on this thread, for the signal handler (set on every switch).
+thread_local const oam_fiber* t_running [[gnu::tls_model("initial-exec")]] = nullptr;
+
+struct sigaction g_previous;  // the handler ours replaced (chained for other faults)
+
+void write_all(const char* p, std::size_t n) noexcept {
+    while (n > 0) {
+        const ssize_t w = ::write(2, p, n);
+        if (w <= 0) return;
+        p += w, n -= static_cast<std::size_t>(w);
+    }
+}
+
+void write_number(std::size_t v) noexcept {
+    char buf[24];
+    int i = sizeof buf;
+    do {
+        buf[--i] = static_cast<char>('0' + v % 10);
+        v /= 10;
+    } while (v != 0 && i > 0);
+    write_all(buf + i, sizeof buf - static_cast<std::size_t>(i));
+}
+
+void on_segv(int sig, siginfo_t* info, void* uctx) {
+    const auto* addr = static_cast<const std::byte*>(info->si_addr);
+    const oam_fiber* f = t_running;
+    if (f != nullptr && addr >= f->stack.base && addr < f->stack.bottom()) {
+        const char head[] = "am: rank ";
+        write_all(head, sizeof head - 1);
+        write_number(static_cast<std::size_t>(f->rank));
+        const char mid[] = ": stack overflow in optimistic handler ";
+        write_all(mid, sizeof mid - 1);
+        write_all(f->name.data(), f->name.size());
+        const char tail[] = " (its stack holds ";
+        write_all(tail, sizeof tail - 1);
+        write_number(f->stack.usable);
+        const char end[] = " bytes; raise AM_OAM_STACK_BYTES / config::oam_stack_bytes)\n";
+        write_all(end, sizeof end - 1);
+        std::signal(SIGSEGV, SIG_DFL);  // the fault repeats on return and ends the process
+        return;
+    }
+    if ((g_previous.sa_flags & SA_SIGINFO) != 0 && g_previous.sa_sigaction != nullptr) {
+        g_previous.sa_sigaction(sig, info, uctx);
+        return;
+    }
+    if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN &&
+        g_previous.sa_handler != nullptr) {
+        g_previous.sa_handler(sig);
+        return;
+    }
+    std::signal(SIGSEGV, SIG_DFL);
+}
+
+}  // namespace
+
+oam_stack oam_stack_map(std::size_t usable, int rank) {
+    const std::size_t page = page_size();
+    oam_stack s;
+    s.usable = (usable + page - 1) / page * page;
+    s.mapped = s.usable + page;
+    void* p = ::mmap(nullptr, s.mapped, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        util::fail(errc::system, "am::optimistic_handler", rank,
+                   "mmap of a " + std::to_string(s.mapped) +
+                       "-byte handler stack failed: " + std::strerror(errno));
+    }
+    s.base = static_cast<std::byte*>(p);
+    if (::mprotect(s.base, page, PROT_NONE) != 0) {
+        const int e = errno;
+        ::munmap(p, s.mapped);
+        util::fail(errc::system, "am::optimistic_handler", rank,
+                   std::string("mprotect of a stack guard page failed: ") + std::strerror(e));
+    }
+    return s;
+}
+
+void oam_stack_unmap(oam_stack& s) noexcept {
+    if (s.base != nullptr) ::munmap(s.base, s.mapped);
+    s = {};
+}
+
+void oam_guard_install() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        struct sigaction sa {};
+        sa.sa_sigaction = &on_segv;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(SIGSEGV, &sa, &g_previous);
+    });
+    // An overflow leaves no stack to run the handler on: each thread that runs fibers gets an
+    // alternate signal stack (kept for the thread's life), unless it has one already.
+    thread_local bool done = false;
+    if (done) return;
+    done = true;
+    stack_t cur{};
+    if (::sigaltstack(nullptr, &cur) == 0 && (cur.ss_flags & SS_DISABLE) == 0) return;
+    thread_local std::unique_ptr<std::byte[]> alt;
+    constexpr std::size_t bytes = 64 * 1024;
+    alt = std::make_unique<std::byte[]>(bytes);
+    stack_t ss{};
+    ss.ss_sp = alt.get();
+    ss.ss_size = bytes;
+    ::sigaltstack(&ss, nullptr);
+}
+
+const oam_fiber* oam_guard_swap(const oam_fiber* f) noexcept {
+    const oam_fiber* prev = t_running;
+    t_running = f;
+    return prev;
+}
+
+}  // namespace am::detail
