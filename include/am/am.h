@@ -52,25 +52,25 @@ extern "C" {
 
 /// Status of a call. The values are those of the C++ `am::errc`, so a C++ `am::error` maps 1:1.
 typedef enum am_status {
-    AM_OK = 0,                       ///< success
-    AM_ERR_BAD_RANK = 1,             ///< destination rank outside [0, am_size())
-    AM_ERR_BAD_HANDLER = 2,          ///< handler not registered, not yet enabled by am_barrier(),
-                                     ///< or of another category / argument count than the send
-    AM_ERR_TOO_LARGE = 3,            ///< argument count or payload over a limit
-    AM_ERR_BAD_REPLY = 4,            ///< second reply, or reply outside a request handler
-    AM_ERR_BAD_CONTEXT = 5,          ///< call not allowed here (request from a reply handler,
-                                     ///< wait or barrier in a handler)
-    AM_ERR_OUT_OF_SEGMENT = 6,       ///< long payload outside the target's segment
-    AM_ERR_HANDLER_MISMATCH = 7,     ///< ranks registered different handler tables
-    AM_ERR_ABORTED = 8,              ///< the job is going down: a rank died or called am_abort()
-    AM_ERR_SYSTEM = 9,               ///< an operating-system call failed (or memory ran out)
-    AM_ERR_INVALID_ARGUMENT = 10,    ///< any other bad argument (null pointer, bad configuration)
-    AM_ERR_NO_MEMORY = 11,           ///< the segment has no free block of the requested size
-    AM_ERR_TIMEOUT = 12,             ///< an epoch did not end within AM_EPOCH_TIMEOUT (C++ only)
-    AM_ERR_COLLECTIVE_MISMATCH = 13, ///< ranks called different collectives at the same point
-                                     ///< (e.g. am_barrier on one, the end of am_run on another)
-    AM_ERR_REMOTE = 14,              ///< a remote function (RPC) failed; am_last_error says why
-    AM_ERR_BROKEN_PROMISE = 15       ///< a future's producer went away without a result
+    AM_OK = 0,                        ///< success
+    AM_ERR_BAD_RANK = 1,              ///< destination rank outside [0, am_size())
+    AM_ERR_BAD_HANDLER = 2,           ///< handler not registered, not yet enabled by am_barrier(),
+                                      ///< or of another category / argument count than the send
+    AM_ERR_TOO_LARGE = 3,             ///< argument count or payload over a limit
+    AM_ERR_BAD_REPLY = 4,             ///< second reply, or reply outside a request handler
+    AM_ERR_BAD_CONTEXT = 5,           ///< call not allowed here (request from a reply handler,
+                                      ///< wait or barrier in a handler)
+    AM_ERR_OUT_OF_SEGMENT = 6,        ///< long payload outside the target's segment
+    AM_ERR_HANDLER_MISMATCH = 7,      ///< ranks registered different handler tables
+    AM_ERR_ABORTED = 8,               ///< the job is going down: a rank died or called am_abort()
+    AM_ERR_SYSTEM = 9,                ///< an operating-system call failed (or memory ran out)
+    AM_ERR_INVALID_ARGUMENT = 10,     ///< any other bad argument (null pointer, bad configuration)
+    AM_ERR_NO_MEMORY = 11,            ///< the segment has no free block of the requested size
+    AM_ERR_TIMEOUT = 12,              ///< an epoch did not end within AM_EPOCH_TIMEOUT (C++ only)
+    AM_ERR_COLLECTIVE_MISMATCH = 13,  ///< ranks called different collectives at the same point
+                                      ///< (e.g. am_barrier on one, the end of am_run on another)
+    AM_ERR_REMOTE = 14,               ///< a remote function (RPC) failed; am_last_error says why
+    AM_ERR_BROKEN_PROMISE = 15        ///< a future's producer went away without a result
 } am_status_t;
 
 /// One rank's endpoint, created by `am_run` and passed to the rank function. Opaque. Valid
