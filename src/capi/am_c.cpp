@@ -105,8 +105,8 @@ void check_pointer(const char* call, const am_context* c, const void* p, bool ne
 // The handler's name in the table, compared across ranks at am_barrier and shown in errors
 // and statistics: the symbol when the function is exported, else its offset in its module,
 // which is the same in every rank of one program despite address-space randomisation.
-std::string handler_name(void (*fn)(), const char* kind) {
-    const std::string generic = std::string("C ") + kind + " handler";
+std::string handler_name(void (*fn)(), const char* what) {
+    const std::string generic = std::string("C ") + what;
     Dl_info info{};
     void* addr = reinterpret_cast<void*>(fn);
     if (dladdr(addr, &info) == 0) return generic;
@@ -184,7 +184,7 @@ am_status_t register_c(am_context* c, const char* call, category kind, any_fn fn
         check_nargs(call, c, nargs);
         if (am::core::in_handler(*c->cxx))
             fail(errc::bad_context, call, c, "called from a handler");
-        static constexpr const char* kinds[] = {"short", "medium", "long"};
+        static constexpr const char* kinds[] = {"short handler", "medium handler", "long handler"};
         const std::string name = handler_name(fn, kinds[static_cast<int>(kind)]);
         const am::detail::invoke_fn invoke = kind == category::short_am ? &invoke_short
                                              : kind == category::medium ? &invoke_medium

@@ -71,9 +71,9 @@ std::string& error_slot(const am_context* c);
 void check_pointer(const char* call, const am_context* c, const void* p, bool needed,
                    const char* what);
 
-/// The name of C function `fn` of kind `kind` ("short" handler, "remote" function) as the
-/// handler table shows it: its symbol, else its module and offset, the same on every rank.
-std::string handler_name(void (*fn)(), const char* kind);
+/// The name of C function `fn` as the handler table shows it: its symbol, else "C <what>"
+/// ("short handler", "remote function") with its module and offset, the same on every rank.
+std::string handler_name(void (*fn)(), const char* what);
 
 /// Runs `f`, mapping every exception to a status and recording its message on `c`.
 template <class F>
