@@ -69,6 +69,9 @@ std::string c_message(const char* call, const am_context* c, const std::string& 
     std::string msg = std::string(call) + ": " + rank + std::string(rest);
     replace_all(msg, " max_medium()", " am_max_medium()");
     replace_all(msg, " barrier()", " am_barrier()");
+    replace_all(msg,
+                "register it with am::optimistic_handler (or am::rpc_register) to let it block",
+                "only remote functions (am_rpc_register) may block");
     return msg;
 }
 

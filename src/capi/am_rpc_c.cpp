@@ -18,7 +18,9 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -36,6 +38,7 @@ struct am_rpc_reply {
 struct am_future {
     std::shared_ptr<am_context> ctx;
     am::future<std::vector<std::byte>> cxx;
+    am_rpc_t id = AM_RPC_INVALID;
     bool taken = false;
     am_status_t status = AM_OK;  // of the call, once taken
     std::vector<std::byte> value;
@@ -50,25 +53,43 @@ using am::errc;
 using bytes = std::vector<std::byte>;
 using byte_view = std::span<const std::byte>;
 
-/// A C remote function as the C++ callable am::rpc_register takes. The caller's rank travels
-/// as an argument: a C++ remote function does not learn who called it.
+/// How a C remote function is named in messages: by its symbol, or "C remote function
+/// <module>+<offset>" (handler_name).
+std::string label(const std::string& name) {
+    return name.rfind("C ", 0) == 0 ? name : "remote function " + name;
+}
+
+/// A C remote function as the C++ callable am::rpc_register takes. The caller's rank and
+/// whether it waits for a result travel as arguments: a C++ remote function learns neither.
 struct c_remote {
     std::shared_ptr<am_context> ctx;
     am_rpc_fn fn;
     void* user;
     std::string name;
 
-    bytes operator()(int source, byte_view args) const {
+    bytes operator()(int source, bool wanted, byte_view args) const {
         am_rpc_reply reply{ctx.get(), {}, {}, false, false};
         fn(ctx.get(), source, args.empty() ? nullptr : args.data(), args.size(), &reply, user);
-        // Thrown from C++ frames only: the C function has returned. am::rpc sends it back to
-        // the caller (errc::remote there) or, for a call without reply, fails the job.
-        if (reply.failed) throw am::error(errc::remote, name + ": " + reply.error);
+        // From here on C++ frames only: the C function has returned.
+        if (reply.failed && wanted) {
+            // am::rpc sends it back (errc::remote there, named after this callable's type:
+            // the caller puts the C function's name back, see c_remote_error).
+            throw std::runtime_error(name + ": " + reply.error);
+        }
+        if (reply.failed) {
+            // Nobody waits for this call. An exception would fail the job in C++, but in C
+            // it would only become the status of whatever call is polling here: abort, so
+            // every rank learns of it (the rank function sees AM_ERR_ABORTED).
+            ctx->aborted.store(true);
+            ctx->cxx->abort(label(name) + " on rank " + std::to_string(ctx->cxx->rank()) +
+                            " (called by rank " + std::to_string(source) +
+                            " with am_rpc_call_ff) failed: " + reply.error);
+        }
         return std::move(reply.data);
     }
 };
 
-using remote_t = am::remote<bytes(int, byte_view)>;
+using remote_t = am::remote<bytes(int, bool, byte_view)>;
 static_assert(std::is_same_v<decltype(am::rpc_register(std::declval<am::context&>(),
                                                        std::declval<c_remote>())),
                              remote_t>);
@@ -78,6 +99,7 @@ std::size_t framing() {
     std::vector<std::byte> call, result;
     am::serial_writer wc(call), wr(result);
     am::serializer<int>::write(wc, 0);
+    am::serializer<bool>::write(wc, false);
     am::serializer<byte_view>::write(wc, byte_view{});
     am::serializer<bytes>::write(wr, bytes{});
     return std::max(call.size(), result.size());
@@ -89,11 +111,12 @@ std::size_t max_bytes(const am_context* c) {
     return medium > frame ? medium - frame : 0;
 }
 
-void check_size(const char* call, const am_context* c, std::size_t len, const char* what) {
+void check_size(const char* call, const am_context* c, std::size_t len, const char* what,
+                const char* verb) {
     if (len > max_bytes(c)) {
         fail(errc::too_large, call, c,
-             std::string(what) + " of " + std::to_string(len) +
-                 " bytes exceed am_rpc_max_bytes() = " + std::to_string(max_bytes(c)));
+             std::string(what) + " of " + std::to_string(len) + " bytes " + verb +
+                 " am_rpc_max_bytes() = " + std::to_string(max_bytes(c)));
     }
 }
 
@@ -120,8 +143,27 @@ struct c_call {
 byte_view checked_args(const c_call& c) {
     check_pointer(c.call, c.ctx, c.args, c.len != 0, "argument pointer");
     check_rpc(c.call, c.ctx, c.id);
-    check_size(c.call, c.ctx, c.len, "arguments");
+    check_size(c.call, c.ctx, c.len, "arguments", "exceed");
     return {static_cast<const std::byte*>(c.args), c.len};
+}
+
+// am::rpc reports a failed call as "am::rpc: remote function <C++ callable> on rank R (called
+// by rank C) threw: <C function name>: <message>"; a C caller wants "remote function <C
+// function name> on rank R (called by rank C) failed: <message>". The name is the caller's
+// own entry for the id: every rank registered the same functions.
+std::string c_remote_error(const am_context* c, am_rpc_t id, std::string what) {
+    const std::string name = c->rpc_name(id);
+    const std::string_view head = "remote function ", threw = ") threw: ";
+    const auto from = what.find(head);
+    const auto on = what.find(" on rank ", from);
+    const auto by = what.find(threw, on);
+    if (name.empty() || from == std::string::npos || on == std::string::npos ||
+        by == std::string::npos ||
+        what.compare(by + threw.size(), name.size() + 2, name + ": ") != 0) {
+        return what;  // not a C function's failure: leave it as it is
+    }
+    return what.substr(0, from) + label(name) + what.substr(on, by - on) +
+           ") failed: " + what.substr(by + threw.size() + name.size() + 2);
 }
 
 /// Waits for the future's result and takes it (once): a failed call is kept as the result.
@@ -134,7 +176,7 @@ void take(am_future* f) {
         f->status = AM_OK;
     } catch (const am::error& e) {
         f->status = static_cast<am_status_t>(e.code());
-        f->error = e.what();
+        f->error = c_remote_error(f->ctx.get(), f->id, e.what());
     } catch (const std::exception& e) {
         f->status = AM_ERR_REMOTE;
         f->error = e.what();
@@ -157,7 +199,7 @@ am_status_t answer(am_rpc_reply* r, const char* call, const void* data, std::siz
             r->failed = true;
         } else {
             check_pointer(call, r->ctx, data, len != 0, "data pointer");
-            check_size(call, r->ctx, len, "a result");
+            check_size(call, r->ctx, len, "a result", "exceeds");
             const auto* p = static_cast<const std::byte*>(data);
             r->data.assign(p, p + len);
         }
@@ -180,9 +222,9 @@ am_status_t am_rpc_register(am_context_t* ctx, am_rpc_fn fn, void* user,
         if (am::core::in_handler(*ctx->cxx))
             fail(errc::bad_context, call, ctx, "called from a handler");
         std::string name = handler_name(reinterpret_cast<void (*)()>(fn), "remote function");
-        const remote_t h = am::rpc_register(
-            *ctx->cxx, c_remote{ctx->shared_from_this(), fn, user, std::move(name)});
-        ctx->add_rpc(h.index);
+        const remote_t h =
+            am::rpc_register(*ctx->cxx, c_remote{ctx->shared_from_this(), fn, user, name});
+        ctx->add_rpc(h.index, std::move(name));
         *id_out = h.index;
     });
 }
@@ -201,7 +243,8 @@ am_status_t am_rpc_call(am_context_t* ctx, int rank, am_rpc_t id, const void* ar
         const byte_view a = checked_args(c);
         auto f = std::make_unique<am_future>();
         f->ctx = ctx->shared_from_this();
-        f->cxx = am::rpc(*ctx->cxx, rank, remote_t{id}, ctx->cxx->rank(), a);
+        f->id = id;
+        f->cxx = am::rpc(*ctx->cxx, rank, remote_t{id}, ctx->cxx->rank(), true, a);
         *out = f.release();
     });
 }
@@ -212,7 +255,7 @@ am_status_t am_rpc_call_ff(am_context_t* ctx, int rank, am_rpc_t id, const void*
     const c_call c{"am_rpc_call_ff", ctx, rank, id, args, len};
     return guarded(ctx, c.call, [&] {
         const byte_view a = checked_args(c);
-        am::rpc_ff(*ctx->cxx, rank, remote_t{id}, ctx->cxx->rank(), a);
+        am::rpc_ff(*ctx->cxx, rank, remote_t{id}, ctx->cxx->rank(), false, a);
     });
 }
 

@@ -16,6 +16,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 /// The C view of one rank's context. Shared with the C handlers registered on it, because
@@ -26,11 +27,18 @@ struct am_context : std::enable_shared_from_this<am_context> {
     /// True when `id` was returned by am_rpc_register on this context.
     bool is_rpc(std::uint32_t id) const {
         const std::lock_guard lk(rpc_lock);
-        return std::binary_search(rpcs.begin(), rpcs.end(), id);
+        return find_rpc(id) != rpcs.end();
     }
-    void add_rpc(std::uint32_t id) {
+    /// The name of remote function `id` ("" when there is none).
+    std::string rpc_name(std::uint32_t id) const {
         const std::lock_guard lk(rpc_lock);
-        rpcs.insert(std::upper_bound(rpcs.begin(), rpcs.end(), id), id);
+        const auto it = find_rpc(id);
+        return it != rpcs.end() ? it->second : std::string();
+    }
+    void add_rpc(std::uint32_t id, std::string name) {
+        const std::lock_guard lk(rpc_lock);
+        rpcs.emplace(std::upper_bound(rpcs.begin(), rpcs.end(), std::pair(id, std::string())), id,
+                     std::move(name));
     }
 
     am::context* cxx;
@@ -41,8 +49,16 @@ struct am_context : std::enable_shared_from_this<am_context> {
   private:
     // Registered on the rank thread, read by calls from any thread polling the rank (a
     // remote function resumed on the progress thread): a lock, held for a lookup.
+    using rpc_entry = std::pair<std::uint32_t, std::string>;  // handler index, name
+    std::vector<rpc_entry>::const_iterator find_rpc(std::uint32_t id) const {
+        const auto it =
+            std::lower_bound(rpcs.begin(), rpcs.end(), id,
+                             [](const rpc_entry& e, std::uint32_t key) { return e.first < key; });
+        return it != rpcs.end() && it->first == id ? it : rpcs.end();
+    }
+
     mutable std::mutex rpc_lock;
-    std::vector<std::uint32_t> rpcs;  // sorted handler indices of remote functions
+    std::vector<rpc_entry> rpcs;  // the remote functions, by handler index
 };
 
 /// Lives on the stack of the handler trampoline for the duration of one handler call.
