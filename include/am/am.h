@@ -266,7 +266,8 @@ uint64_t am_counter_value(const am_counter_t* counter) AM_NOEXCEPT;
 void am_counter_reset(am_counter_t* counter) AM_NOEXCEPT;
 
 /// Polls `ctx` until the count reaches `n`, backing off (spin, yield, sleep) while nothing
-/// arrives. Not callable from a handler (`AM_ERR_BAD_CONTEXT`); `AM_ERR_ABORTED` when another
+/// arrives. Not callable from a handler (`AM_ERR_BAD_CONTEXT`), except from a remote function
+/// (section RPC), which it blocks until the count is reached; `AM_ERR_ABORTED` when another
 /// rank has failed.
 AM_NODISCARD am_status_t am_counter_wait(am_context_t* ctx, const am_counter_t* counter,
                                          uint64_t n) AM_NOEXCEPT;
@@ -289,7 +290,9 @@ AM_NODISCARD am_status_t am_counter_wait(am_context_t* ctx, const am_counter_t* 
  *
  * Limits: arguments and result travel in one medium message each, at most
  * `am_rpc_max_bytes()` bytes (`AM_ERR_TOO_LARGE` beyond). At most `AM_OAM_MAX_THREADS`
- * remote functions of a rank may be blocked at once; each has `AM_OAM_STACK_BYTES` of stack.
+ * remote functions of a rank may be blocked at once: the blocking call (`am_future_get`, ...)
+ * of one more returns `AM_ERR_TOO_LARGE` naming the limit, without waiting. Each runs on a
+ * stack of `AM_OAM_STACK_BYTES` (an overflow ends the job with a message).
  */
 
 /// A registered remote function: the same on every rank that registered the same functions
@@ -339,16 +342,17 @@ size_t am_rpc_max_bytes(const am_context_t* ctx) AM_NOEXCEPT;
 /// bytes of `args` (copied before return; NULL allowed when `len` is 0), and stores in
 /// `*out` a new future of its result (NULL on failure; free it with `am_future_free`).
 /// Returns once the call is handed to the transport, like `am_request_medium` (whose
-/// blocking and ordering rules it shares); callable from rank code, handlers and remote
-/// functions. Errors: `AM_ERR_BAD_HANDLER` when `id` was not returned by `am_rpc_register`
+/// blocking and ordering rules it shares); callable from rank code, request handlers and
+/// remote functions (not from a reply handler: `AM_ERR_BAD_CONTEXT`). Errors: `AM_ERR_BAD_HANDLER` when `id` was not returned by `am_rpc_register`
 /// on this rank or not yet enabled by `am_barrier`, `AM_ERR_BAD_RANK`, `AM_ERR_TOO_LARGE`
 /// (`len` over `am_rpc_max_bytes()`), `AM_ERR_INVALID_ARGUMENT` (null pointer).
 AM_NODISCARD am_status_t am_rpc_call(am_context_t* ctx, int rank, am_rpc_t id, const void* args,
                                      size_t len, am_future_t** out) AM_NOEXCEPT;
 
 /// As `am_rpc_call` without a result: nothing comes back. A result the function sets is
-/// dropped; an `am_rpc_reply_error` there fails the job (as a failing handler would), naming
-/// the function, the rank and the message.
+/// dropped. An `am_rpc_reply_error` there, having nobody to tell, aborts the job as
+/// `am_abort` would: every rank's next call returns `AM_ERR_ABORTED` with a message naming
+/// the function, the rank it ran on, the caller and the message, and `am_run` fails.
 AM_NODISCARD am_status_t am_rpc_call_ff(am_context_t* ctx, int rank, am_rpc_t id,
                                         const void* args, size_t len) AM_NOEXCEPT;
 
@@ -361,8 +365,11 @@ AM_NODISCARD am_status_t am_rpc_reply_set(am_rpc_reply_t* reply, const void* dat
                                           size_t len) AM_NOEXCEPT;
 
 /// Makes the call being run fail: the caller's `am_future_get` returns `AM_ERR_REMOTE` and
-/// its `am_last_error` names the remote function, the rank it ran on and `message` (copied;
-/// NULL reads "(no message)"). At most one answer per call, as for `am_rpc_reply_set`.
+/// its `am_last_error` reads "am_future_get: rank <caller>: <function> on rank <target>
+/// (called by rank <caller>) failed: <message>" (`message` is copied; NULL reads "(no
+/// message)"), where <function> is "remote function <symbol>" when the program exports the
+/// symbol, else "C remote function <program>+<offset>". At most one answer per call, as for
+/// `am_rpc_reply_set`.
 AM_NODISCARD am_status_t am_rpc_reply_error(am_rpc_reply_t* reply,
                                             const char* message) AM_NOEXCEPT;
 
