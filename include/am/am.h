@@ -343,9 +343,10 @@ size_t am_rpc_max_bytes(const am_context_t* ctx) AM_NOEXCEPT;
 /// `*out` a new future of its result (NULL on failure; free it with `am_future_free`).
 /// Returns once the call is handed to the transport, like `am_request_medium` (whose
 /// blocking and ordering rules it shares); callable from rank code, request handlers and
-/// remote functions (not from a reply handler: `AM_ERR_BAD_CONTEXT`). Errors: `AM_ERR_BAD_HANDLER` when `id` was not returned by `am_rpc_register`
-/// on this rank or not yet enabled by `am_barrier`, `AM_ERR_BAD_RANK`, `AM_ERR_TOO_LARGE`
-/// (`len` over `am_rpc_max_bytes()`), `AM_ERR_INVALID_ARGUMENT` (null pointer).
+/// remote functions (not from a reply handler: `AM_ERR_BAD_CONTEXT`). Errors:
+/// `AM_ERR_BAD_HANDLER` when `id` was not returned by `am_rpc_register` on this rank or not
+/// yet enabled by `am_barrier`, `AM_ERR_BAD_RANK`, `AM_ERR_TOO_LARGE` (`len` over
+/// `am_rpc_max_bytes()`), `AM_ERR_INVALID_ARGUMENT` (null pointer).
 AM_NODISCARD am_status_t am_rpc_call(am_context_t* ctx, int rank, am_rpc_t id, const void* args,
                                      size_t len, am_future_t** out) AM_NOEXCEPT;
 
@@ -374,9 +375,9 @@ AM_NODISCARD am_status_t am_rpc_reply_error(am_rpc_reply_t* reply,
                                             const char* message) AM_NOEXCEPT;
 
 /// Stores in `*ready` 1 when the future's result (or failure) is there, so that
-/// `am_future_get` will not wait, else 0. Never blocks; when not ready it polls the future's
-/// rank once (from rank code; in a handler a poll does nothing), so a loop of tests makes
-/// progress.
+/// `am_future_get` will not wait, else 0. Never blocks. When not ready and called from rank
+/// code it polls the future's rank once, so a loop of tests makes progress; in a handler or a
+/// remote function it does not poll (there, wait with `am_future_wait` or `am_future_get`).
 AM_NODISCARD am_status_t am_future_test(am_future_t* future, int* ready) AM_NOEXCEPT;
 
 /// Waits until the future is ready, without taking the result; a result that is a failure
@@ -391,10 +392,10 @@ AM_NODISCARD am_status_t am_future_wait(am_future_t* future) AM_NOEXCEPT;
 /// returns `AM_ERR_TOO_LARGE`, stores the length needed in `*len` and copies nothing: the
 /// result is kept, ask again with a larger buffer (`buf` may be NULL when `cap` is 0, to learn
 /// the length). The result stays in the future until `am_future_free`: every get returns the
-/// same bytes. When the call failed it returns, every time, `AM_ERR_REMOTE` (the remote
-/// function called `am_rpc_reply_error`, or its call could not be completed; `am_last_error`
-/// of the future's context says why) or `AM_ERR_BROKEN_PROMISE` (the call was dropped
-/// without a result), with `*len` = 0.
+/// same bytes. When the call failed it returns, every time and with `*len` = 0,
+/// `AM_ERR_REMOTE` (the remote function called `am_rpc_reply_error`, or its call could not be
+/// completed there) or the status the runtime gave the call (`AM_ERR_BROKEN_PROMISE`: it was
+/// dropped without a result); `am_last_error` of the future's context says why.
 AM_NODISCARD am_status_t am_future_get(am_future_t* future, void* buf, size_t cap,
                                        size_t* len) AM_NOEXCEPT;
 

@@ -53,6 +53,12 @@ using am::errc;
 using bytes = std::vector<std::byte>;
 using byte_view = std::span<const std::byte>;
 
+/// In a handler, or in a remote function (also once it has blocked and resumed, when it may
+/// run outside the poller's handler frame).
+bool in_handler(const am_context* c) noexcept {
+    return am::core::in_handler(*c->cxx) || am::detail::oam_current() != nullptr;
+}
+
 /// How a C remote function is named in messages: by its symbol, or "C remote function
 /// <module>+<offset>" (handler_name).
 std::string label(const std::string& name) {
@@ -219,8 +225,7 @@ am_status_t am_rpc_register(am_context_t* ctx, am_rpc_fn fn, void* user,
         const char* call = "am_rpc_register";
         check_pointer(call, ctx, reinterpret_cast<void*>(fn), true, "function");
         check_pointer(call, ctx, id_out, true, "id pointer");
-        if (am::core::in_handler(*ctx->cxx))
-            fail(errc::bad_context, call, ctx, "called from a handler");
+        if (in_handler(ctx)) fail(errc::bad_context, call, ctx, "called from a handler");
         std::string name = handler_name(reinterpret_cast<void (*)()>(fn), "remote function");
         const remote_t h =
             am::rpc_register(*ctx->cxx, c_remote{ctx->shared_from_this(), fn, user, name});
@@ -274,7 +279,7 @@ am_status_t am_future_test(am_future_t* future, int* ready) noexcept {
     return guarded(ctx, "am_future_test", [&] {
         check_pointer("am_future_test", ctx, ready, true, "ready pointer");
         *ready = future->taken || future->cxx.ready();
-        if (*ready == 0 && !am::core::in_handler(*ctx->cxx)) {
+        if (*ready == 0 && !in_handler(ctx)) {
             (void)ctx->cxx->poll();
             *ready = future->cxx.ready();
         }

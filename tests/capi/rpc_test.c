@@ -266,7 +266,12 @@ static void misuse_fn(am_context_t* ctx, int source, const void* args, size_t le
     rank_state* s = user;
     am_rpc_t id = 0;
     char limit[96];
+    am_future_t* f = NULL;
     (void)source, (void)args, (void)len;
+    /* Block once first: the rules hold as well once the function has resumed. */
+    CHECK(s, am_rpc_call(ctx, s->right, s->who, NULL, 0, &f) == AM_OK);
+    CHECK(s, am_future_wait(f) == AM_OK);
+    am_future_free(f);
     EXPECT_ERR(s, "am_barrier", am_barrier(ctx), AM_ERR_BAD_CONTEXT, "from a handler");
     EXPECT_ERR(s, "am_rpc_register", am_rpc_register(ctx, echo_fn, s, &id), AM_ERR_BAD_CONTEXT,
                "from a handler");
