@@ -32,7 +32,7 @@ typedef struct rank_state {
     am_counter_t release; /* set by a RELEASE call; WAIT calls block on it */
     am_counter_t checks;  /* error checks done inside remote functions or handlers */
     am_future_t* pending; /* a future a plain handler looks at */
-    am_rpc_t echo, who, chain, fail, ff, wait, release_fn, big, misuse;
+    am_rpc_t echo, who, chain, fail, ff, wait, release_fn, big, misuse, limited;
     am_handler_t probe;
 } rank_state;
 
@@ -292,6 +292,18 @@ static void misuse_fn(am_context_t* ctx, int source, const void* args, size_t le
     am_counter_add(&s->served, 1);
 }
 
+/* Waits like wait_fn, but answers a failed wait with its message (am_last_error). */
+static void limited_fn(am_context_t* ctx, int source, const void* args, size_t len,
+                       am_rpc_reply_t* reply, void* user) {
+    rank_state* s = user;
+    (void)source;
+    CHECK(s, len == 4);
+    if (am_counter_wait(ctx, &s->release, get_u32(args)) != AM_OK) {
+        CHECK(s, am_rpc_reply_error(reply, am_last_error(ctx)) == AM_OK);
+    }
+    am_counter_add(&s->served, 1);
+}
+
 /* A plain (not optimistic) handler must not wait for a future that is not ready. */
 static void probe_handler(am_token_t* t, const uint64_t* args, unsigned nargs, void* user) {
     rank_state* s = user;
@@ -313,6 +325,7 @@ static int register_all(rank_state* s) {
     REQUIRE_OK(s, am_rpc_register(s->ctx, release_fn, s, &s->release_fn));
     REQUIRE_OK(s, am_rpc_register(s->ctx, big_fn, s, &s->big));
     REQUIRE_OK(s, am_rpc_register(s->ctx, misuse_fn, s, &s->misuse));
+    REQUIRE_OK(s, am_rpc_register(s->ctx, limited_fn, s, &s->limited));
     REQUIRE(s, s->who == s->echo + 1 && s->misuse == s->echo + 9); /* numbered with handlers */
     REQUIRE_OK(s, am_barrier(s->ctx));
     return 0;
@@ -583,7 +596,7 @@ static int scenario_bad_id(rank_state* s) {
     /* Registered but not yet enabled by a barrier. */
     am_rpc_t late = AM_RPC_INVALID;
     REQUIRE_OK(s, am_rpc_register(s->ctx, who_fn, s, &late));
-    REQUIRE(s, late == s->misuse + 1);
+    REQUIRE(s, late == s->limited + 1);
     EXPECT_ERR(s, "am_rpc_call", am_rpc_call(s->ctx, s->right, late, NULL, 0, &f),
                AM_ERR_BAD_HANDLER, "not yet enabled", "am_barrier()");
     REQUIRE_OK(s, am_barrier(s->ctx));
@@ -655,6 +668,36 @@ static int scenario_free_unwaited(rank_state* s) {
     return finish(s);
 }
 
+/* With AM_OAM_MAX_THREADS=1 a second remote function that would block while one is blocked
+ * on its rank gets AM_ERR_TOO_LARGE naming the limit from its blocking call, at once. */
+static int scenario_limit(rank_state* s) {
+    const char* limit = getenv("AM_OAM_MAX_THREADS");
+    if (limit == NULL || strcmp(limit, "1") != 0) {
+        fprintf(stderr, "rpc_test: limit: skipped (needs AM_OAM_MAX_THREADS=1)\n");
+        return 0;
+    }
+    if (register_all(s)) return 1;
+    am_future_t *first = NULL, *second = NULL;
+    unsigned char arg[4];
+    size_t got = 1;
+    put_u32(arg, 1);
+    if (call_ok(s, s->right, s->limited, arg, sizeof arg, &first)) return 1;
+    if (call_ok(s, s->right, s->limited, arg, sizeof arg, &second)) return 1;
+    /* Refused on the right while the first one waits there; it has not been released. */
+    EXPECT_ERR(s, "am_future_get", am_future_get(second, NULL, 0, &got), AM_ERR_REMOTE,
+               "failed: am_counter_wait: rank ", "over the limit", "AM_OAM_MAX_THREADS");
+    REQUIRE(s, got == 0);
+    int ready = 1;
+    REQUIRE_OK(s, am_future_test(first, &ready));
+    REQUIRE(s, ready == 0);
+    REQUIRE_OK(s, am_rpc_call_ff(s->ctx, s->right, s->release_fn, NULL, 0));
+    REQUIRE_OK(s, am_future_get(first, NULL, 0, &got));
+    REQUIRE(s, got == 0);
+    am_future_free(first);
+    am_future_free(second);
+    return finish(s);
+}
+
 /* A fire-and-forget call whose function fails brings the job down: there is nobody to tell.
  * Every rank's wait returns AM_ERR_ABORTED naming the function, its rank and the message. */
 static int scenario_ff_error(rank_state* s) {
@@ -692,6 +735,7 @@ static const scenario scenarios[] = {
     {"bad_id", scenario_bad_id, 0},
     {"misuse", scenario_misuse, 0},
     {"free_unwaited", scenario_free_unwaited, 0},
+    {"limit", scenario_limit, 0},
     {"ff_error", scenario_ff_error, 1},
 };
 
