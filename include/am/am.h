@@ -354,8 +354,8 @@ AM_NODISCARD am_status_t am_rpc_call(am_context_t* ctx, int rank, am_rpc_t id, c
 /// dropped. An `am_rpc_reply_error` there, having nobody to tell, aborts the job as
 /// `am_abort` would: every rank's next call returns `AM_ERR_ABORTED` with a message naming
 /// the function, the rank it ran on, the caller and the message, and `am_run` fails.
-AM_NODISCARD am_status_t am_rpc_call_ff(am_context_t* ctx, int rank, am_rpc_t id,
-                                        const void* args, size_t len) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_rpc_call_ff(am_context_t* ctx, int rank, am_rpc_t id, const void* args,
+                                        size_t len) AM_NOEXCEPT;
 
 /// Sets the result of the call being run to `len` bytes of `data` (copied before return;
 /// NULL allowed when `len` is 0). At most once per call, and not after `am_rpc_reply_error`
@@ -371,8 +371,7 @@ AM_NODISCARD am_status_t am_rpc_reply_set(am_rpc_reply_t* reply, const void* dat
 /// message)"), where <function> is "remote function <symbol>" when the program exports the
 /// symbol, else "C remote function <program>+<offset>". At most one answer per call, as for
 /// `am_rpc_reply_set`.
-AM_NODISCARD am_status_t am_rpc_reply_error(am_rpc_reply_t* reply,
-                                            const char* message) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_rpc_reply_error(am_rpc_reply_t* reply, const char* message) AM_NOEXCEPT;
 
 /// Stores in `*ready` 1 when the future's result (or failure) is there, so that
 /// `am_future_get` will not wait, else 0. Never blocks. When not ready and called from rank
