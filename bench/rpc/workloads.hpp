@@ -104,7 +104,7 @@ struct uts_tree {
     std::uint64_t root = 0x1234567;
     std::uint64_t root_children = 64;
     double b0 = 4.0;
-    std::uint64_t max_depth = 8;
+    std::uint64_t max_depth = 9;
     std::uint64_t local_levels = 3;
 
     [[nodiscard]] std::uint64_t children(std::uint64_t id, std::uint64_t depth) const noexcept {
