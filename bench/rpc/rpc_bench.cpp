@@ -45,27 +45,12 @@
 // Two ranks with a core each are pinned to cores 0 and 1 and busy-poll (as every bench/
 // latency run); TRPC ranks poll and sched_yield when a poll finds nothing, so the pool threads
 // sharing their core get it; with more ranks than cores every wait is ctx.wait (back-off).
-#include "common/report.hpp"
-#include "common/sys.hpp"
-#include "trpc.hpp"
-#include "workloads.hpp"
-
-#include <am/am.hpp>
-#include <am/rpc.hpp>
-
-#include <sys/mman.h>
+#include "rpc_bench.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <functional>
-#include <memory>
-#include <mutex>
-#include <new>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,7 +60,6 @@
 // The null function's result: am::rpc of a function returning void does not compile at main
 // 6dd293f (reported); an empty struct travels in exactly the reply a void result would (the
 // call id and one zero slot, rpc_return_slot), so the measurement is the same.
-struct rpc_bench_nothing {};
 rpc_bench_nothing rpc_bench_null_fn() {
     return {};
 }
@@ -100,117 +84,6 @@ using pong0_handler = am::handler<am::category::short_am>;
 
 namespace am::bench::rpc {
 namespace {
-
-using std::uint64_t;
-
-constexpr const char* bench_name = "rpc";
-constexpr uint64_t in_flight = 64;  // async_rate, dht: calls outstanding per rank
-
-/// What the command line asks for.
-struct plan {
-    std::vector<std::string> ops;
-    std::string transport;
-    bool quick = false;
-    int reps = 5;
-    uint64_t iters = 20000;       // round trips per repetition (am systems)
-    uint64_t trpc_iters = 5000;   // round trips per repetition (TRPC)
-    uint64_t calls = 200000;      // async_rate: calls per repetition (am systems)
-    uint64_t trpc_calls = 50000;  // async_rate: calls per repetition (TRPC)
-    uint64_t batch = 1000;        // flood: messages per batch
-    uint64_t batches = 20;        // flood: batches per repetition and kind
-    uint64_t dht_keys = 1 << 17;  // dht: keys inserted (all ranks)
-    std::vector<uint64_t> dht_ranks{2, 4, 8, 16, 32, 64};
-    uts_tree tree;
-    std::vector<uint64_t> uts_ranks{2, 4};
-    uint64_t uts_nodes = 0;   // the tree's nodes, counted sequentially
-    int pool = 2;             // TRPC threads per rank
-    uint64_t count_loop = 0;  // --count-loop N: the callgrind loops only
-};
-
-[[nodiscard]] bool wants(const plan& p, const char* op) {
-    return std::find(p.ops.begin(), p.ops.end(), op) != p.ops.end();
-}
-
-// --------------------------------------------------------------------------- the job
-
-/// Counters the ranks share even as forked processes (shm): anonymous shared memory made
-/// before am::run.
-struct control {
-    std::atomic<uint64_t> go{0};       // flood: batches rank 0 asked for
-    std::atomic<uint64_t> filled{0};   // flood: batches rank 1 has sent
-    std::atomic<uint64_t> pending{0};  // uts, TRPC: tasks spawned and not yet searched
-    std::atomic<uint64_t> nodes{0};    // uts: nodes counted by all ranks
-    std::atomic<uint64_t> items{0};    // dht: entries in all ranks' tables
-    std::atomic<uint64_t> errors{0};   // wrong results seen by any rank
-};
-
-class shared_control {
-  public:
-    shared_control() {
-        void* p = mmap(nullptr, sizeof(control), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                       -1, 0);
-        if (p == MAP_FAILED) throw std::runtime_error("rpc_bench: mmap of the control block");
-        _c = new (p) control();
-    }
-    ~shared_control() {
-        _c->~control();
-        munmap(_c, sizeof(control));
-    }
-    shared_control(const shared_control&) = delete;
-    shared_control& operator=(const shared_control&) = delete;
-    control& operator*() const noexcept { return *_c; }
-
-  private:
-    control* _c;
-};
-
-/// What a rank body gets besides its context.
-struct job {
-    const plan& p;
-    shared_results& out;
-    control& ctl;
-    bool busy;  // a core per rank: busy-poll
-    bool trpc;  // TRPC job: give the core to the pool threads when a poll finds nothing
-
-    /// Polls until `pred()`.
-    template <class Pred>
-    void wait(am::context& ctx, Pred&& pred) const {
-        if (!busy) {
-            ctx.wait(pred);
-        } else if (trpc) {
-            while (!pred()) {
-                if (ctx.poll() == 0) sched_yield();
-            }
-        } else {
-            while (!pred()) ctx.poll();
-        }
-    }
-    /// Waits for `pred()` without polling (the flood's hand-shake through `ctl`).
-    template <class Pred>
-    void spin(Pred&& pred) const {
-        while (!pred()) {
-            if (busy) {
-                __builtin_ia32_pause();
-            } else {
-                sched_yield();
-            }
-        }
-    }
-    /// Rank 0 records one point.
-    void report(am::context& ctx, const char* system, const char* op, uint64_t bytes,
-                const char* metric, const std::vector<double>& v) const {
-        if (ctx.rank() != 0) return;
-        out.add(make_result(bench_name, system, p.transport, ctx.size(), op, bytes, metric,
-                            summarize(v)));
-    }
-    void error(am::context& ctx, const std::string& what) const {
-        ctl.errors.fetch_add(1);
-        std::fprintf(stderr, "rpc_bench: rank %d: WRONG RESULT: %s\n", ctx.rank(), what.c_str());
-    }
-};
-
-using rank_body = std::function<void(am::context&, const job&)>;
-
 /// Runs `body` on `ranks` ranks; rank 0's results go to `rep`. Non-zero on failure (a rank
 /// failed, or a result was wrong).
 int run_job(const plan& p, int ranks, bool trpc, const rank_body& body, reporter& rep) {
@@ -286,13 +159,6 @@ void register_am(am::context& ctx, am_state& st) {
 void serve(am::context& ctx, const job& j, am_state& st) {
     ++st.stops_seen;
     j.wait(ctx, [&] { return st.stops >= st.stops_seen; });
-}
-
-template <class F>
-double timed(F&& f) {
-    const auto t0 = bench_clock::now();
-    f();
-    return seconds_since(t0);
 }
 
 void rtt(am::context& ctx, const job& j, am_state& st, bool arg8) {
@@ -481,22 +347,6 @@ void am_job(am::context& ctx, const job& j) {
     ctx.quiesce();
 }
 
-// --------------------------------------------------------------- TRPC round trips, rate
-
-/// The functions a TRPC call may name.
-enum trpc_fn : uint64_t { fn_null, fn_arg8, fn_insert, fn_find, fn_uts };
-
-/// Rank state of a TRPC job (replies may be handled on a pool thread: atomics).
-struct trpc_state {
-    std::atomic<uint64_t> replies{0}, last{0}, stops{0}, nodes{0};
-    uint64_t stops_seen = 0;
-    am::handler<am::category::short_am, uint64_t, uint64_t, uint64_t, uint64_t> call;
-    am::handler<am::category::short_am, uint64_t, uint64_t, uint64_t> reply;
-    am::handler<am::category::short_am> stop;
-    std::unique_ptr<dht_table<std::mutex>> table;
-    std::unique_ptr<trpc_pool> pool;
-};
-
 /// Runs a call on a pool thread and replies from there.
 void trpc_run(am::context& ctx, const job& j, trpc_state& st, const trpc_call& c) {
     switch (c.fn) {
@@ -539,6 +389,8 @@ void trpc_run(am::context& ctx, const job& j, trpc_state& st, const trpc_call& c
     }
 }
 
+}  // namespace
+
 void register_trpc(am::context& ctx, const job& j, trpc_state& st) {
     st.call = ctx.handler([&st](am::token& t, uint64_t fn, uint64_t a, uint64_t b, uint64_t id) {
         st.pool->push(trpc_call{fn, a, b, id, t.source()});
@@ -554,6 +406,8 @@ void register_trpc(am::context& ctx, const job& j, trpc_state& st) {
         j.p.pool, [&ctx, &j, &st](const trpc_call& c) { trpc_run(ctx, j, st, c); });
     ctx.barrier();
 }
+
+namespace {
 
 void trpc_rtt_rate(am::context& ctx, const job& j, trpc_state& st) {
     if (ctx.rank() == 0) {
@@ -603,277 +457,6 @@ void trpc_job(am::context& ctx, const job& j) {
     register_trpc(ctx, j, st);
     trpc_rtt_rate(ctx, j, st);
     ctx.quiesce();
-    st.pool.reset();
-}
-
-// ------------------------------------------------------------------------------- dht
-
-/// This rank's share of the keys.
-uint64_t dht_share(const job& j, const am::context& ctx) {
-    return j.p.dht_keys / static_cast<uint64_t>(ctx.size());
-}
-
-std::size_t dht_buckets(const job& j, const am::context& ctx) {
-    return std::max<std::size_t>(1024, dht_share(j, ctx) / 4);
-}
-
-/// One timed run of a dht version: `insert(key)` / `find(key)` issue the operations, with at
-/// most `in_flight` outstanding (`wait_window(limit)` waits until at most `limit` are);
-/// `items()` counts this rank's entries afterwards. Rank 0 gets the seconds.
-template <class Insert, class Find, class Window, class Items>
-double dht_run(am::context& ctx, const job& j, Insert&& insert, Find&& find, Window&& wait_window,
-               Items&& items) {
-    const uint64_t n = dht_share(j, ctx);
-    ctx.barrier();
-    const auto t0 = bench_clock::now();
-    for (uint64_t i = 0; i < n; ++i) {
-        wait_window(in_flight - 1);
-        insert(dht_key(ctx.rank(), i));
-    }
-    wait_window(0);
-    ctx.barrier();
-    for (uint64_t i = 0; i < n; ++i) {
-        wait_window(in_flight - 1);
-        find(dht_key(ctx.rank(), i));
-    }
-    wait_window(0);
-    ctx.barrier();
-    const double s = seconds_since(t0);
-    j.ctl.items.fetch_add(items());
-    ctx.barrier();
-    if (ctx.rank() == 0) {
-        const uint64_t want = n * static_cast<uint64_t>(ctx.size());
-        const uint64_t got = j.ctl.items.exchange(0);
-        if (got != want) {
-            j.error(ctx, "dht: " + std::to_string(got) + " entries, " + std::to_string(want) +
-                             " keys inserted");
-        }
-    }
-    ctx.barrier();
-    return s;
-}
-
-void dht_report(am::context& ctx, const job& j, const char* system, const std::vector<double>& s) {
-    const uint64_t ops = 2 * dht_share(j, ctx) * static_cast<uint64_t>(ctx.size());
-    j.report(ctx, system, "dht", 8, "seconds", s);
-    std::vector<double> r;
-    for (double x : s) r.push_back(static_cast<double>(ops) / x / 1e6);
-    j.report(ctx, system, "dht", 8, "rate_Mops", r);
-}
-
-/// Hand-coded AM and RPC versions, alternating per repetition.
-void dht_am_job(am::context& ctx, const job& j) {
-    using am_table = dht_table<no_lock>;
-    using rpc_table = dht_table<am::mutex>;
-    std::unique_ptr<am_table> at;
-    std::unique_ptr<rpc_table> rt;
-    uint64_t acks = 0, issued = 0;
-    auto ack = ctx.handler([&acks](am::token&) { ++acks; });
-    auto found = ctx.handler([&](am::token& t, uint64_t key, uint64_t v) {
-        if (v != dht_value(key)) j.error(t.ctx(), "hand-coded dht find");
-        ++acks;
-    });
-    auto ins = ctx.handler([&at, ack](am::token& t, uint64_t key, uint64_t v) {
-        am_table::insert(at->of(key), key, v);
-        t.reply(ack);
-    });
-    auto fnd = ctx.handler([&at, found](am::token& t, uint64_t key) {
-        t.reply(found, key, am_table::find(at->of(key), key));
-    });
-    auto rins = am::rpc_register(ctx, [&rt](uint64_t key, uint64_t v) {
-        auto& b = rt->of(key);
-        std::lock_guard<am::mutex> g(b.lock);
-        rpc_table::insert(b, key, v);
-        return rpc_bench_nothing{};  // as void (see rpc_bench_null_fn)
-    });
-    auto rfnd = am::rpc_register(ctx, [&rt](uint64_t key) -> uint64_t {
-        auto& b = rt->of(key);
-        std::lock_guard<am::mutex> g(b.lock);
-        return rpc_table::find(b, key);
-    });
-    ctx.barrier();
-    const int size = ctx.size();
-    std::vector<am::future<rpc_bench_nothing>> wi(in_flight);
-    std::vector<am::future<uint64_t>> wf(in_flight);
-    std::vector<uint64_t> wkeys(in_flight);
-    uint64_t slot = 0;
-    auto am_once = [&] {
-        at = std::make_unique<am_table>(dht_buckets(j, ctx));
-        return dht_run(
-            ctx, j,
-            [&](uint64_t k) {
-                ++issued;
-                ctx.request(dht_owner(k, size), ins, k, dht_value(k));
-            },
-            [&](uint64_t k) {
-                ++issued;
-                ctx.request(dht_owner(k, size), fnd, k);
-            },
-            [&](uint64_t limit) { j.wait(ctx, [&] { return issued - acks <= limit; }); },
-            [&] { return at->items(); });
-    };
-    auto rpc_once = [&] {
-        rt = std::make_unique<rpc_table>(dht_buckets(j, ctx), ctx);
-        auto settle = [&](uint64_t s) {
-            if (wi[s].valid()) (void)wi[s].get();
-            if (wf[s].valid() && wf[s].get() != dht_value(wkeys[s]))
-                j.error(ctx, "am::rpc dht find");
-        };
-        return dht_run(
-            ctx, j,
-            [&](uint64_t k) {
-                wi[slot++ % in_flight] = am::rpc(ctx, dht_owner(k, size), rins, k, dht_value(k));
-            },
-            [&](uint64_t k) {
-                wkeys[slot % in_flight] = k;
-                wf[slot++ % in_flight] = am::rpc(ctx, dht_owner(k, size), rfnd, k);
-            },
-            [&](uint64_t limit) {
-                // The ring's slot about to be reused is the oldest: settle it (all at the end).
-                if (limit == 0) {
-                    for (uint64_t s = 0; s < in_flight; ++s) settle(s);
-                } else {
-                    settle(slot % in_flight);
-                }
-            },
-            [&] { return rt->items(); });
-    };
-    (void)am_once();  // warm-up
-    (void)rpc_once();
-    std::vector<double> a, r;
-    for (int rep = 0; rep < j.p.reps; ++rep) {
-        a.push_back(am_once());
-        r.push_back(rpc_once());
-    }
-    dht_report(ctx, j, "am_handcoded", a);
-    dht_report(ctx, j, "am_rpc", r);
-    ctx.quiesce();
-}
-
-void dht_trpc_job(am::context& ctx, const job& j) {
-    trpc_state st;
-    register_trpc(ctx, j, st);
-    const int size = ctx.size();
-    uint64_t issued = 0;
-    auto once = [&] {
-        st.table = std::make_unique<dht_table<std::mutex>>(dht_buckets(j, ctx));
-        const uint64_t base = st.replies.load();
-        issued = 0;
-        return dht_run(
-            ctx, j,
-            [&](uint64_t k) {
-                ++issued;
-                ctx.request(dht_owner(k, size), st.call, uint64_t{fn_insert}, k, dht_value(k), 0);
-            },
-            [&](uint64_t k) {
-                ++issued;
-                ctx.request(dht_owner(k, size), st.call, uint64_t{fn_find}, k, 0, 0);
-            },
-            [&](uint64_t limit) {
-                j.wait(ctx, [&] { return issued - (st.replies.load() - base) <= limit; });
-            },
-            [&] { return st.table->items(); });
-    };
-    (void)once();
-    std::vector<double> s;
-    for (int rep = 0; rep < j.p.reps; ++rep) s.push_back(once());
-    dht_report(ctx, j, "trpc", s);
-    ctx.quiesce();
-    st.pool.reset();
-}
-
-// ------------------------------------------------------------------------------- uts
-
-/// Checks the nodes all ranks counted against the sequential count (rank 0), resets them.
-void uts_check(am::context& ctx, const job& j, uint64_t mine, const char* system) {
-    j.ctl.nodes.fetch_add(mine);
-    ctx.barrier();
-    if (ctx.rank() == 0) {
-        const uint64_t got = j.ctl.nodes.exchange(0), want = j.p.uts_nodes;
-        if (got != want) {
-            j.error(ctx, std::string("uts ") + system + ": " + std::to_string(got) +
-                             " nodes, the sequential count is " + std::to_string(want));
-        }
-    }
-    ctx.barrier();
-}
-
-void uts_report(am::context& ctx, const job& j, const char* system, const std::vector<double>& s) {
-    j.report(ctx, system, "uts", 16, "seconds", s);
-    const double nodes = static_cast<double>(j.p.uts_nodes);
-    std::vector<double> r;
-    for (double x : s) r.push_back(nodes / x / 1e6);
-    j.report(ctx, system, "uts", 16, "rate_Mops", r);
-}
-
-/// Hand-coded AM and RPC versions, alternating per repetition.
-void uts_am_job(am::context& ctx, const job& j) {
-    const uts_tree& t = j.p.tree;
-    uint64_t nodes = 0;
-    am::handler<am::category::short_am, uint64_t, uint64_t> task;
-    am::remote<void(uint64_t, uint64_t)> rtask;
-    task = ctx.handler([&](am::token& tk, uint64_t id, uint64_t d) {
-        am::context& c = tk.ctx();
-        nodes += t.search(id, d, [&](uint64_t ch, uint64_t cd) {
-            c.request(uts_tree::rank_of(ch, c.size()), task, ch, cd);
-        });
-    });
-    rtask = am::rpc_register(ctx, [&](am::context& c, uint64_t id, uint64_t d) {
-        nodes += t.search(id, d, [&](uint64_t ch, uint64_t cd) {
-            am::rpc_ff(c, uts_tree::rank_of(ch, c.size()), rtask, ch, cd);
-        });
-    });
-    ctx.barrier();
-    auto once = [&](bool rpc) {
-        nodes = 0;
-        ctx.barrier();
-        const auto t0 = bench_clock::now();
-        if (ctx.rank() == 0) {
-            if (rpc) {
-                am::rpc_ff(ctx, 0, rtask, t.root, uint64_t{0});
-            } else {
-                ctx.request(0, task, t.root, uint64_t{0});
-            }
-        }
-        ctx.quiesce();
-        const double s = seconds_since(t0);
-        uts_check(ctx, j, nodes, rpc ? "am_rpc" : "am_handcoded");
-        return s;
-    };
-    (void)once(false);
-    (void)once(true);
-    std::vector<double> a, r;
-    for (int rep = 0; rep < j.p.reps; ++rep) {
-        a.push_back(once(false));
-        r.push_back(once(true));
-    }
-    uts_report(ctx, j, "am_handcoded", a);
-    uts_report(ctx, j, "am_rpc", r);
-}
-
-void uts_trpc_job(am::context& ctx, const job& j) {
-    trpc_state st;
-    register_trpc(ctx, j, st);
-    auto once = [&] {
-        st.nodes.store(0);
-        ctx.barrier();
-        const auto t0 = bench_clock::now();
-        if (ctx.rank() == 0) {
-            j.ctl.pending.fetch_add(1);
-            ctx.request(0, st.call, uint64_t{fn_uts}, j.p.tree.root, uint64_t{0}, uint64_t{0});
-        }
-        // Handlers only queue tasks: the core cannot see the pool's work, so the ranks wait
-        // for the count of tasks in flight to reach 0 before the quiescence.
-        j.wait(ctx, [&] { return j.ctl.pending.load() == 0; });
-        ctx.quiesce();
-        const double s = seconds_since(t0);
-        uts_check(ctx, j, st.nodes.load(), "trpc");
-        return s;
-    };
-    (void)once();
-    std::vector<double> s;
-    for (int rep = 0; rep < j.p.reps; ++rep) s.push_back(once());
-    uts_report(ctx, j, "trpc", s);
     st.pool.reset();
 }
 
