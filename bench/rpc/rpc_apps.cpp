@@ -220,8 +220,9 @@ void dht_trpc_job_impl(am::context& ctx, const job& j) {
 
 // ------------------------------------------------------------------------------- uts
 
-/// Checks the nodes all ranks counted against the sequential count (rank 0), resets them.
-void uts_check(am::context& ctx, const job& j, uint64_t mine, const char* system) {
+/// Checks the nodes all ranks counted against the sequential count (rank 0; says so when `say`),
+/// resets them.
+void uts_check(am::context& ctx, const job& j, uint64_t mine, const char* system, bool say) {
     j.ctl.nodes.fetch_add(mine);
     ctx.barrier();
     if (ctx.rank() == 0) {
@@ -229,6 +230,10 @@ void uts_check(am::context& ctx, const job& j, uint64_t mine, const char* system
         if (got != want) {
             j.error(ctx, std::string("uts ") + system + ": " + std::to_string(got) +
                              " nodes, the sequential count is " + std::to_string(want));
+        } else if (say) {
+            std::fprintf(stderr,
+                         "rpc_bench: uts %s on %d ranks: %llu nodes, as counted sequentially\n",
+                         system, ctx.size(), static_cast<unsigned long long>(got));
         }
     }
     ctx.barrier();
@@ -260,7 +265,7 @@ void uts_am_job_impl(am::context& ctx, const job& j) {
         });
     });
     ctx.barrier();
-    auto once = [&](bool rpc) {
+    auto once = [&](bool rpc, bool first = false) {
         nodes = 0;
         ctx.barrier();
         const auto t0 = bench_clock::now();
@@ -273,11 +278,11 @@ void uts_am_job_impl(am::context& ctx, const job& j) {
         }
         ctx.quiesce();
         const double s = seconds_since(t0);
-        uts_check(ctx, j, nodes, rpc ? "am_rpc" : "am_handcoded");
+        uts_check(ctx, j, nodes, rpc ? "am_rpc" : "am_handcoded", first);
         return s;
     };
-    (void)once(false);
-    (void)once(true);
+    (void)once(false, true);  // warm-up
+    (void)once(true, true);
     std::vector<double> a, r;
     for (int rep = 0; rep < j.p.reps; ++rep) {
         a.push_back(once(false));
@@ -290,7 +295,7 @@ void uts_am_job_impl(am::context& ctx, const job& j) {
 void uts_trpc_job_impl(am::context& ctx, const job& j) {
     trpc_state st;
     register_trpc(ctx, j, st);
-    auto once = [&] {
+    auto once = [&](bool first = false) {
         st.nodes.store(0);
         ctx.barrier();
         const auto t0 = bench_clock::now();
@@ -303,10 +308,10 @@ void uts_trpc_job_impl(am::context& ctx, const job& j) {
         j.wait(ctx, [&] { return j.ctl.pending.load() == 0; });
         ctx.quiesce();
         const double s = seconds_since(t0);
-        uts_check(ctx, j, st.nodes.load(), "trpc");
+        uts_check(ctx, j, st.nodes.load(), "trpc", first);
         return s;
     };
-    (void)once();
+    (void)once(true);  // warm-up
     std::vector<double> s;
     for (int rep = 0; rep < j.p.reps; ++rep) s.push_back(once());
     uts_report(ctx, j, "trpc", s);

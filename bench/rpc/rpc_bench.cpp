@@ -574,6 +574,7 @@ const char* const usage =
     "  --dht-keys N        dht: keys inserted, all ranks together (default 131072)\n"
     "  --dht-ranks a,b,..  dht: rank counts (default 2,4,8,16,32,64)\n"
     "  --uts-depth N       uts: depth of the tree (default 9)\n"
+    "  --uts-local N       uts: levels a spawned task searches below itself (default 3)\n"
     "  --uts-ranks a,b,..  uts: rank counts (default 2,4)\n"
     "  --pool N            TRPC: kernel threads per rank (default 2)\n"
     "  --count-loop N      only the callgrind loops: N null RPCs and N AM round trips, 1 rank\n";
@@ -659,6 +660,8 @@ plan parse(int argc, char** argv) {
             p.dht_ranks = numbers("--dht-ranks", value());
         } else if (a == "--uts-depth") {
             p.tree.max_depth = number("--uts-depth", value());
+        } else if (a == "--uts-local") {
+            p.tree.local_levels = number("--uts-local", value());
         } else if (a == "--uts-ranks") {
             p.uts_ranks = numbers("--uts-ranks", value());
         } else if (a == "--pool") {
