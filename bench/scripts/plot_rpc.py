@@ -160,6 +160,8 @@ def plot_scaling(plt, rows, op, path, what):
             ax.errorbar([r["ranks"] for r in rs], [r["median"] for r in rs], yerr=err(rs),
                         marker="o", capsize=3, color=COLOR[s], label=LABEL[s])
         ax.set_xscale("log", base=2)
+        if metric == "seconds":
+            ax.set_yscale("log")  # TRPC is several times slower than the other two
         ax.set_xlabel("ranks")
         ax.set_ylabel({"seconds": "seconds (median, min-max)",
                        "rate_Mops": "operations per µs (Mops)" if op == "dht"
