@@ -82,6 +82,27 @@ using pong0_handler = am::handler<am::category::short_am>;
     }
 }
 
+using count_handler = am::handler<am::category::short_am, std::uint64_t>;
+
+// One message to this rank's counting handler `h` (plain or optimistic) per iteration, polled
+// until it ran: the difference of the two counts is the optimistic dispatch.
+[[gnu::noipa]] void rpc_bench_handler_loop(am::context& ctx, count_handler h,
+                                           const std::uint64_t& handled, std::uint64_t n) {
+    for (std::uint64_t i = 0; i < n; ++i) {
+        const std::uint64_t want = handled + 1;
+        ctx.request(0, h, i);
+        while (handled < want) ctx.poll();
+    }
+}
+[[gnu::noipa]] void rpc_bench_plain_loop(am::context& ctx, count_handler h,
+                                         const std::uint64_t& handled, std::uint64_t n) {
+    rpc_bench_handler_loop(ctx, h, handled, n);
+}
+[[gnu::noipa]] void rpc_bench_oam_loop(am::context& ctx, count_handler h,
+                                       const std::uint64_t& handled, std::uint64_t n) {
+    rpc_bench_handler_loop(ctx, h, handled, n);
+}
+
 namespace am::bench::rpc {
 namespace {
 /// Runs `body` on `ranks` ranks; rank 0's results go to `rep`. Non-zero on failure (a rank
@@ -535,7 +556,8 @@ int run_all(plan& p) {
 
 /// --count-loop N: one rank on the threads transport calls itself N times through am::rpc
 /// (rpc_bench_rpc_loop) and N times through a hand-coded request + reply (rpc_bench_am_loop),
-/// for valgrind --tool=callgrind --toggle-collect=<loop>.
+/// then sends itself N messages to a plain (rpc_bench_plain_loop) and N to an optimistic
+/// handler (rpc_bench_oam_loop), for valgrind --tool=callgrind --toggle-collect=<loop>.
 int count_loops(uint64_t n) {
     am::config cfg = am::config::from_env();
     cfg.ranks = 1;
@@ -554,8 +576,19 @@ int count_loops(uint64_t n) {
             while (pongs < want) ctx.poll();
         }
         rpc_bench_am_loop(ctx, 0, ping, pongs, n);
-        std::printf("rpc_bench: %llu null RPC round trips and %llu hand-coded AM round trips\n",
-                    static_cast<unsigned long long>(n), static_cast<unsigned long long>(n));
+        uint64_t handled = 0;
+        auto count = [&handled](am::token&, uint64_t) { ++handled; };
+        const count_handler plain = ctx.handler(count);
+        const count_handler oam = am::optimistic_handler(ctx, count);
+        ctx.barrier();
+        rpc_bench_handler_loop(ctx, plain, handled, n / 10 + 1);
+        rpc_bench_plain_loop(ctx, plain, handled, n);
+        rpc_bench_handler_loop(ctx, oam, handled, n / 10 + 1);
+        rpc_bench_oam_loop(ctx, oam, handled, n);
+        std::printf(
+            "rpc_bench: %llu null RPC round trips, hand-coded AM round trips, and "
+            "messages to a plain and to an optimistic handler\n",
+            static_cast<unsigned long long>(n));
     });
 }
 
@@ -577,7 +610,8 @@ const char* const usage =
     "  --uts-local N       uts: levels a spawned task searches below itself (default 3)\n"
     "  --uts-ranks a,b,..  uts: rank counts (default 2,4)\n"
     "  --pool N            TRPC: kernel threads per rank (default 2)\n"
-    "  --count-loop N      only the callgrind loops: N null RPCs and N AM round trips, 1 rank\n";
+    "  --count-loop N      only the callgrind loops (1 rank): N null RPCs, N AM round trips,\n"
+    "                      N messages to a plain and N to an optimistic handler\n";
 
 [[noreturn]] void bad(const std::string& what) {
     std::fprintf(stderr, "rpc_bench: %s (try --help)\n", what.c_str());
