@@ -193,7 +193,9 @@ TEST_P(oam_failure, thread_limit_exceeded_fails_job) {
             auto h =
                 am::optimistic_handler(ctx, [&](am::token&) { std::lock_guard<am::mutex> g(m); });
             ctx.barrier();
-            std::unique_lock<am::mutex> hold(m);
+            // Held to the end: the job fails with handlers still queued on it, which are
+            // never resumed (no unlock while the rank unwinds).
+            m.lock();
             if (ctx.rank() == 0) {
                 for (int i = 0; i < limit + 2; ++i) ctx.request(0, h);
             }
