@@ -4,11 +4,11 @@
 #   scripts/deps.sh demo|test|ci
 set -euo pipefail
 
-need="cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin"
+need="cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin libboost-context-dev"
 case "${1:-test}" in
   demo) ;;
-  test) need="$need libgtest-dev libboost-mpi-dev libboost-graph-parallel-dev" ;;
-  ci)   need="$need libgtest-dev clang-format libboost-mpi-dev libboost-graph-parallel-dev"
+  test) need="$need libgtest-dev libboost-mpi-dev libboost-graph-parallel-dev libcereal-dev" ;;
+  ci)   need="$need libgtest-dev clang-format libboost-mpi-dev libboost-graph-parallel-dev libcereal-dev"
         need="$need ucx-utils"                     # the UCX baseline of am_pingpong, am_flood
         need="$need valgrind"                      # am.bench.instructions_per_roundtrip
         need="$need clang-14 libclang-rt-14-dev"   # clang-14: scripts/fuzz.sh (libFuzzer)

@@ -137,8 +137,8 @@ std::exception_ptr broken_promise_error();
 
 template <class F, class T>
 struct then_result {
-    using type = std::conditional_t<std::is_void_v<T>, std::invoke_result<F>,
-                                    std::invoke_result<F, T>>;
+    using type =
+        std::conditional_t<std::is_void_v<T>, std::invoke_result<F>, std::invoke_result<F, T>>;
 };
 
 }  // namespace detail

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string_view>
+#include <utility>
 
 namespace am {
 
@@ -78,6 +79,11 @@ class oam_waitq {
         return w;
     }
     [[nodiscard]] bool empty() const noexcept { return _head == nullptr; }
+    /// Takes every waiter out; the result is a chain through `next`, oldest first.
+    oam_waiter* take_all() noexcept {
+        _tail = nullptr;
+        return std::exchange(_head, nullptr);
+    }
     /// Takes `w` out wherever it is; false when it is not queued (already woken).
     bool remove(oam_waiter* w) noexcept;
 
@@ -93,10 +99,10 @@ oam_sched* oam_of(context& ctx, const char* call);
 context& oam_context(oam_sched* s) noexcept;
 /// The optimistic handler running on this thread, or null (rank code, plain handlers).
 oam_fiber* oam_current() noexcept;
-/// Waits until `w` is woken. The caller holds `q`'s lock and has pushed `w`; the lock is
-/// released once the wait is safe. In an optimistic handler the handler becomes a thread and
-/// the call returns when it is resumed; in rank code it polls `s`'s context; in a plain
-/// handler it takes `w` out again and throws errc::bad_context naming `call`.
+/// Queues `w` in `q` and waits until it is woken. The caller holds `q`'s lock, which is
+/// released once the wait is safe (also when it throws). In an optimistic handler the handler
+/// becomes a thread and the call returns when it is resumed; in rank code it polls `s`'s context;
+/// in a plain handler it takes `w` out again and throws errc::bad_context naming `call`.
 void oam_block(oam_sched* s, oam_waitq& q, oam_waiter& w, const char* call);
 /// Makes `w`'s party runnable (the caller has popped it). Any thread.
 void oam_wake(oam_waiter* w) noexcept;
@@ -216,14 +222,14 @@ class condition_variable {
 
 /// Counters of a rank's optimistic handlers.
 struct oam_stats {
-    std::uint64_t handlers = 0;      ///< optimistic handlers started (incl. continuations)
-    std::uint64_t blocked = 0;       ///< of which became threads (blocked at least once)
-    std::uint64_t resumes = 0;       ///< resumptions of blocked handlers
-    std::uint64_t live = 0;          ///< blocked now
-    std::uint64_t peak_live = 0;     ///< most blocked at once
-    std::uint64_t stacks = 0;        ///< stacks allocated (pooled, reused)
-    std::size_t stack_bytes = 0;     ///< usable bytes per stack
-    std::size_t max_threads = 0;     ///< the limit on `live`
+    std::uint64_t handlers = 0;   ///< optimistic handlers started (incl. continuations)
+    std::uint64_t blocked = 0;    ///< of which became threads (blocked at least once)
+    std::uint64_t resumes = 0;    ///< resumptions of blocked handlers
+    std::uint64_t live = 0;       ///< blocked now
+    std::uint64_t peak_live = 0;  ///< most blocked at once
+    std::uint64_t stacks = 0;     ///< stacks allocated (pooled, reused)
+    std::size_t stack_bytes = 0;  ///< usable bytes per stack
+    std::size_t max_threads = 0;  ///< the limit on `live`
 };
 /// This rank's counters. Rank code; any time.
 [[nodiscard]] oam_stats optimistic_stats(context& ctx);

@@ -147,8 +147,12 @@ void deliver_slot(future_base* b, std::uint64_t v) {
     if constexpr (std::is_void_v<R>) {
         (void)v;
         (void)s->set_value();
-    } else {
+    } else if constexpr (short_result_v<R>) {
         (void)s->set_value(unpack_arg<R>(v));
+    } else {
+        (void)v;
+        (void)s->set_exception(std::make_exception_ptr(error(
+            errc::invalid_argument, "am::rpc: a result arrived in another shape than its type")));
     }
 }
 template <class R>
@@ -164,8 +168,7 @@ void deliver_bytes(future_base* b, std::span<const std::byte> bytes) {
 
 /// Runs the remote function on its target and sends the result back.
 template <class R, bool Ctx, class F, class... A>
-void rpc_run(context& ctx, int caller, std::uint64_t id, std::string_view name, F& f,
-             A&&... a) {
+void rpc_run(context& ctx, int caller, std::uint64_t id, std::string_view name, F& f, A&&... a) {
     try {
         auto call = [&]() -> R {
             if constexpr (Ctx) {
@@ -220,8 +223,9 @@ struct rpc_handler<F, R, Ctx, type_list<P...>, false> {
             rpc_return_error(ctx, caller, id, type_name<F>(), std::current_exception());
             return;
         }
-        std::apply([&](P&... p) { rpc_run<R, Ctx>(ctx, caller, id, type_name<F>(), f, std::move(p)...); },
-                   *args);
+        std::apply(
+            [&](P&... p) { rpc_run<R, Ctx>(ctx, caller, id, type_name<F>(), f, std::move(p)...); },
+            *args);
     }
 };
 
@@ -277,13 +281,12 @@ struct rpc_send<type_list<P...>, A...> {
 };
 
 template <class R, class L, class... A>
-future<R> rpc_call(context& ctx, int rank, std::uint32_t index, std::string_view name,
-                   A&&... a) {
+future<R> rpc_call(context& ctx, int rank, std::uint32_t index, std::string_view name, A&&... a) {
     oam_sched* s = oam_of(ctx, "am::rpc");
     state_ref<R> st(new future_state<R>(s));
-    const std::uint64_t id = rpc_begin(s, rpc_delivery{st.get(), &deliver_slot<R>,
-                                                       short_result_v<R> ? nullptr
-                                                                         : &deliver_bytes<R>});
+    const std::uint64_t id = rpc_begin(
+        s,
+        rpc_delivery{st.get(), &deliver_slot<R>, short_result_v<R> ? nullptr : &deliver_bytes<R>});
     try {
         rpc_send<L, A...>::go(ctx, rank, index, id, name, std::forward<A>(a)...);
     } catch (...) {
@@ -323,8 +326,8 @@ struct remote_of<R, type_list<P...>> {
 template <auto Fn>
 void rpc_register(context& ctx) {
     const std::uint32_t index = detail::rpc_register_callable(ctx, detail::fn_object_r<Fn>{});
-    detail::rpc_set_index(detail::oam_of(ctx, "am::rpc_register"), detail::rpc_slot_of<Fn>(),
-                          index, detail::value_name<Fn>());
+    detail::rpc_set_index(detail::oam_of(ctx, "am::rpc_register"), detail::rpc_slot_of<Fn>(), index,
+                          detail::value_name<Fn>());
 }
 
 /// Registers callable `f` (a lambda may capture rank-local state; the context keeps a copy)
@@ -340,21 +343,18 @@ auto rpc_register(context& ctx, F&& f) {
 template <auto Fn, class... A>
 auto rpc(context& ctx, int rank, A&&... args) {
     using T = detail::rpc_traits<decltype(Fn)>;
-    const std::uint32_t index = detail::rpc_index(detail::oam_of(ctx, "am::rpc"),
-                                                  detail::rpc_slot_of<Fn>(),
-                                                  detail::value_name<Fn>());
-    return detail::rpc_call<typename T::R, typename T::L>(ctx, rank, index,
-                                                          detail::value_name<Fn>(),
-                                                          std::forward<A>(args)...);
+    const std::uint32_t index = detail::rpc_index(
+        detail::oam_of(ctx, "am::rpc"), detail::rpc_slot_of<Fn>(), detail::value_name<Fn>());
+    return detail::rpc_call<typename T::R, typename T::L>(
+        ctx, rank, index, detail::value_name<Fn>(), std::forward<A>(args)...);
 }
 
 /// Calls `Fn(args...)` on `rank` without a result; an exception there fails the job.
 template <auto Fn, class... A>
 void rpc_ff(context& ctx, int rank, A&&... args) {
     using T = detail::rpc_traits<decltype(Fn)>;
-    const std::uint32_t index = detail::rpc_index(detail::oam_of(ctx, "am::rpc_ff"),
-                                                  detail::rpc_slot_of<Fn>(),
-                                                  detail::value_name<Fn>());
+    const std::uint32_t index = detail::rpc_index(
+        detail::oam_of(ctx, "am::rpc_ff"), detail::rpc_slot_of<Fn>(), detail::value_name<Fn>());
     detail::rpc_send<typename T::L, A...>::go(ctx, rank, index, detail::rpc_no_reply,
                                               detail::value_name<Fn>(), std::forward<A>(args)...);
 }
@@ -369,9 +369,8 @@ future<R> rpc(context& ctx, int rank, remote<R(P...)> h, A&&... args) {
 /// Calls a registered callable on `rank` without a result.
 template <class R, class... P, class... A>
 void rpc_ff(context& ctx, int rank, remote<R(P...)> h, A&&... args) {
-    detail::rpc_send<detail::type_list<P...>, A...>::go(ctx, rank, h.index, detail::rpc_no_reply,
-                                                        "registered callable",
-                                                        std::forward<A>(args)...);
+    detail::rpc_send<detail::type_list<P...>, A...>::go(
+        ctx, rank, h.index, detail::rpc_no_reply, "registered callable", std::forward<A>(args)...);
 }
 
 }  // namespace am

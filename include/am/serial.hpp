@@ -75,8 +75,20 @@ class serial_reader {
 template <class T, class Enable = void>
 struct serializer;
 
+namespace detail {
 template <class T>
-struct serializer<T, std::enable_if_t<std::is_trivially_copyable_v<T>>> {
+inline constexpr bool is_span_v = false;
+template <class T>
+inline constexpr bool is_span_v<std::span<const T>> = true;
+/// Sent as its bytes: trivially copyable, and not a pointer or span (whose bytes mean nothing
+/// on another rank).
+template <class T>
+inline constexpr bool bytewise_v =
+    std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !is_span_v<T>;
+}  // namespace detail
+
+template <class T>
+struct serializer<T, std::enable_if_t<detail::bytewise_v<T>>> {
     static void write(serial_writer& w, const T& v) {
         w.align(alignof(T) > 16 ? 16 : alignof(T));
         w.write(&v, sizeof v);
@@ -96,10 +108,6 @@ inline void write_length(serial_writer& w, std::size_t n) {
 inline std::size_t read_length(serial_reader& r) {
     return static_cast<std::size_t>(serializer<std::uint64_t>::read(r));
 }
-template <class T>
-inline constexpr bool is_span_v = false;
-template <class T>
-inline constexpr bool is_span_v<std::span<const T>> = true;
 }  // namespace detail
 
 template <>

@@ -22,8 +22,7 @@ void core_reply(token& t, const send_desc& d) {
     }
     if (t._detached) {
         util::fail(errc::bad_reply, call, t._ctx->rank(),
-                   "the optimistic handler of the request from rank " +
-                       std::to_string(t.source()) +
+                   "the optimistic handler of the request from rank " + std::to_string(t.source()) +
                        " blocked, so it can no longer reply; send a request back (or use "
                        "am::rpc, whose result travels back by itself)");
     }

@@ -148,10 +148,10 @@ void context_impl::quiesce(transport::coll kind) {
             if (handled == 0) util::backoff(backoff, _tp.spin_limit());
         }
         // Blocked optimistic handlers count as pending: they will still send or finish.
-        const counts mine{total_sent(), total_received(),
-                          _pending_total.load() +
-                              static_cast<std::uint64_t>(std::max<std::int64_t>(
-                                  _layer_pending.load(std::memory_order_acquire), 0))};
+        const counts mine{
+            total_sent(), total_received(),
+            _pending_total.load() + static_cast<std::uint64_t>(std::max<std::int64_t>(
+                                        _layer_pending.load(std::memory_order_acquire), 0))};
         _tp.allgather(kind, &mine, all.data(), sizeof mine, [this] { return poll(); }, {});
         counts sum{0, 0, 0};
         for (const counts& c : all) {

@@ -53,10 +53,10 @@ struct oam_fiber {
     void (*drop)(void*) = nullptr;
     void* arg = nullptr;
     std::string_view name;
-    token* tok = nullptr;           // the handler's copy of its token (detached when it blocks)
-    oam_waitq* release = nullptr;   // unlocked by the resumer once this fiber is switched out
-    std::exception_ptr error;       // what the job threw
-    oam_fiber* next = nullptr;      // in the ready list or the idle pool
+    token* tok = nullptr;          // the handler's copy of its token (detached when it blocks)
+    oam_waitq* release = nullptr;  // unlocked by the resumer once this fiber is switched out
+    std::exception_ptr error;      // what the job threw
+    oam_fiber* next = nullptr;     // in the ready list or the idle pool
     fiber_hook hook{};
     const fiber_hook* saved_hook = nullptr;  // the resumer's hook, restored on return
     // Sanitizers: the resumer's stack and fiber, this fiber's fake stack and fiber.
@@ -96,7 +96,7 @@ class oam_sched final : public core::layer {
 
     am::handler<category::short_am, std::uint64_t, std::uint64_t> ret_slot;
     am::handler<category::medium, std::uint64_t> ret_bytes;
-    am::handler<category::medium, std::uint64_t, std::uint64_t> ret_error;
+    am::handler<category::medium, std::uint64_t> ret_error;
 
   private:
     oam_fiber* take_fiber();
@@ -113,10 +113,21 @@ class oam_sched final : public core::layer {
     const bool _locking;
     const std::size_t _stack_bytes;
     const std::size_t _max_live;
-    std::mutex _m;  // ready list, idle pool and call table when locking
+    std::mutex _m;          // idle pool and call table when locking
+    oam_waitq _ready_lock;  // the ready list (wakers may be any thread); only its lock is used
     oam_fiber* _ready_head = nullptr;
     oam_fiber* _ready_tail = nullptr;
     oam_fiber* _idle = nullptr;
+    struct job {
+        void (*run)(void*);
+        void (*drop)(void*);
+        void* arg;
+        std::string_view name;
+        job* next;
+    };
+    job* _jobs_head = nullptr;  // spawned, not started: under _ready_lock
+    job* _jobs_tail = nullptr;
+    void start_job(job* j);
     std::vector<std::unique_ptr<oam_fiber>> _fibers;
     std::atomic<std::uint64_t> _live{0};
     std::atomic<std::uint64_t> _handlers{0}, _blocked{0}, _resumes{0}, _peak{0};
@@ -124,12 +135,12 @@ class oam_sched final : public core::layer {
     // RPC
     static constexpr std::uint32_t max_slots = 4096;
     std::unique_ptr<std::atomic<std::uint32_t>[]> _rpc_index;  // slot -> handler + 1 (0: none)
-    struct call {
+    struct call_entry {
         rpc_delivery d{};
         std::uint32_t gen = 0;
         bool busy = false;
     };
-    std::vector<call> _calls;
+    std::vector<call_entry> _calls;
     std::vector<std::uint32_t> _free_calls;
 };
 

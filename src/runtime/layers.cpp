@@ -4,6 +4,7 @@
 #include "layers.hpp"
 
 #include "../msg/msg_layer.hpp"
+#include "../oam/oam_sched.hpp"
 #include "../rma/rma_layer.hpp"
 #include "../typed/typed_layer.hpp"
 #include "../window/window_layer.hpp"
@@ -16,6 +17,7 @@ constexpr layer_entry library_layers[] = {
     {&detail::msg_layer::key, &make_layer<detail::msg_layer>},
     {&detail::typed_layer::key, &make_layer<detail::typed_layer>},
     {&detail::window_layer::key, &make_layer<detail::window_layer>},
+    {&detail::oam_sched::key, &make_layer<detail::oam_sched>},
 };
 
 }  // namespace

@@ -326,13 +326,20 @@ class watchdog {
     watchdog(int seconds, std::string what)
         : _thread([this, seconds, what = std::move(what)] {
               std::unique_lock lock(_mutex);
+              _started = true;
+              _cv.notify_all();
               if (!_cv.wait_for(lock, std::chrono::seconds(seconds), [this] { return _done; })) {
                   std::fprintf(stderr, "typed_test: %s: no progress for %d s (hang), aborting\n",
                                what.c_str(), seconds);
                   std::fflush(stderr);
                   std::abort();
               }
-          }) {}
+          }) {
+        // Returns once the thread waits: a thread still starting when the shm transport forks
+        // the ranks can leave a lock held in the child (seen under ASan in tests/window).
+        std::unique_lock lock(_mutex);
+        _cv.wait(lock, [this] { return _started; });
+    }
     ~watchdog() {
         {
             std::lock_guard lock(_mutex);
@@ -348,6 +355,7 @@ class watchdog {
     std::mutex _mutex;
     std::condition_variable _cv;
     bool _done = false;
+    bool _started = false;
     std::thread _thread;
 };
 

@@ -172,8 +172,14 @@ inline std::ptrdiff_t first_difference(std::span<const std::byte> got,
 /// this process's rank (mpi).
 class watchdog {
   public:
+    // Returns once the watching thread waits: the shm transport forks the ranks next, and a
+    // thread still starting (allocating, registering with a sanitizer) at the fork can leave
+    // a lock held forever in the child (seen under ASan: the rank hung until the watchdog fired).
     watchdog(std::chrono::seconds limit, std::string what)
-        : _what(std::move(what)), _thread([this, limit] { watch(limit); }) {}
+        : _what(std::move(what)), _thread([this, limit] { watch(limit); }) {
+        std::unique_lock lk(_m);
+        _cv.wait(lk, [this] { return _started; });
+    }
     ~watchdog() {
         {
             std::lock_guard g(_m);
@@ -188,6 +194,8 @@ class watchdog {
   private:
     void watch(std::chrono::seconds limit) {
         std::unique_lock lk(_m);
+        _started = true;
+        _cv.notify_all();
         if (_cv.wait_for(lk, limit, [this] { return _done; })) return;
         std::fprintf(stderr, "am_test watchdog: %s did not finish within %lld s\n", _what.c_str(),
                      static_cast<long long>(limit.count()));
@@ -198,6 +206,7 @@ class watchdog {
     std::mutex _m;
     std::condition_variable _cv;
     bool _done = false;
+    bool _started = false;
     std::thread _thread;
 };
 

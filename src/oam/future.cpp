@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+// The shared state of am::future / am::promise: waiting (oam_block), completion, continuations.
+#include "oam_sched.hpp"
+
+#include <string>
+
+namespace am::detail {
+
+future_base::~future_base() = default;
+
+void future_base::wait(const char* call) {
+    if (ready()) return;
+    _q.lock();
+    if (ready()) {
+        _q.unlock();
+        return;
+    }
+    oam_waiter w;
+    oam_block(_s, _q, w, call);
+}
+
+void future_base::take(const char* call) {
+    wait(call);
+    if (_taken) future_invalid(call);
+    _taken = true;
+    if (_error) std::rethrow_exception(_error);
+}
+
+bool future_base::set_exception(std::exception_ptr e) noexcept {
+    if (!claim()) return false;
+    _error = std::move(e);
+    publish();
+    return true;
+}
+
+namespace {
+void run_function(void* p) {
+    (*static_cast<std::function<void()>*>(p))();
+}
+void drop_function(void* p) {
+    delete static_cast<std::function<void()>*>(p);
+}
+void spawn_continuation(oam_sched* s, std::function<void()> f) {
+    oam_spawn(s, &run_function, &drop_function, new std::function<void()>(std::move(f)),
+              "am::future::then continuation");
+}
+}  // namespace
+
+void future_base::publish() noexcept {
+    _q.lock();
+    _ready.store(true, std::memory_order_release);
+    oam_waiter* w = _q.take_all();
+    std::vector<std::function<void()>> then = std::move(_then);
+    _q.unlock();
+    while (w != nullptr) {
+        oam_waiter* next = w->next;
+        oam_wake(w);
+        w = next;
+    }
+    for (auto& f : then) {
+        try {
+            spawn_continuation(_s, std::move(f));
+        } catch (...) {  // out of memory: nothing better to do than to lose it loudly
+            std::terminate();
+        }
+    }
+}
+
+void future_base::on_ready(std::function<void()> f) {
+    _q.lock();
+    if (!ready()) {
+        _then.push_back(std::move(f));
+        _q.unlock();
+        return;
+    }
+    _q.unlock();
+    spawn_continuation(_s, std::move(f));
+}
+
+void future_invalid(const char* call) {
+    throw error(errc::invalid_argument,
+                std::string(call) +
+                    ": the future has no value to wait for: its value was taken already (get() "
+                    "once), it was moved from, or it was default-constructed");
+}
+
+void promise_invalid(const char* call) {
+    throw error(errc::invalid_argument,
+                std::string(call) +
+                    ": the promise was given a value already, its future was taken already, "
+                    "or it was moved from");
+}
+
+std::exception_ptr broken_promise_error() {
+    return std::make_exception_ptr(
+        error(errc::broken_promise,
+              "am::future::get: the promise was destroyed without a value (broken promise)"));
+}
+
+}  // namespace am::detail

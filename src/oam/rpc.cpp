@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+// RPC on optimistic handlers: remote functions by process-wide slot, the table of calls in
+// flight (an id is its index and a generation), and the three return messages.
+#include "oam_sched.hpp"
+
+#include "../util/error.hpp"
+#include "../util/maybe_lock.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace am::detail {
+
+namespace {
+
+/// The function's name out of the compiler's text of value_name<f>() ("... [with auto V = f;
+/// ...]") or of type_name<fn_object_r<f, ...>>(); a registered callable's type otherwise.
+std::string readable(std::string_view pretty) {
+    if (const auto at = pretty.find("fn_object_r<"); at != std::string_view::npos) {
+        const auto rest = pretty.substr(at + 12);
+        return std::string(rest.substr(0, rest.find_first_of(",>")));
+    }
+    for (const char* key : {"V = ", "T = "}) {
+        if (const auto at = pretty.find(key); at != std::string_view::npos) {
+            const auto rest = pretty.substr(at + 4);
+            return std::string(rest.substr(0, rest.find_first_of(";]")));
+        }
+    }
+    return std::string(pretty);
+}
+
+}  // namespace
+
+std::uint32_t rpc_new_slot() noexcept {
+    static std::atomic<std::uint32_t> next{0};
+    return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void oam_sched::rpc_set_index(std::uint32_t slot, std::uint32_t index, std::string_view name) {
+    if (slot >= max_slots) {
+        fail(errc::too_large, "am::rpc_register",
+             "remote function " + readable(name) + " would be number " + std::to_string(slot + 1) +
+                 " of this program; at most " + std::to_string(max_slots) + " are supported");
+    }
+    _rpc_index[slot].store(index + 1, std::memory_order_release);
+}
+
+std::uint32_t oam_sched::rpc_index(std::uint32_t slot, std::string_view name) {
+    const std::uint32_t v = slot < max_slots ? _rpc_index[slot].load(std::memory_order_acquire) : 0;
+    if (v == 0) [[unlikely]] {
+        fail(errc::bad_handler, "am::rpc",
+             "remote function " + readable(name) +
+                 " is not registered on this rank: call am::rpc_register<" + readable(name) +
+                 ">(ctx) on every rank, then barrier()");
+    }
+    return v - 1;
+}
+
+std::uint64_t oam_sched::rpc_begin(const rpc_delivery& d) {
+    util::maybe_lock g(_m, _locking);
+    std::uint32_t i;
+    if (_free_calls.empty()) {
+        i = static_cast<std::uint32_t>(_calls.size());
+        _calls.emplace_back();
+    } else {
+        i = _free_calls.back();
+        _free_calls.pop_back();
+    }
+    call_entry& c = _calls[i];
+    c.d = d;
+    c.busy = true;
+    ++c.gen;
+    d.state->ref();
+    return (std::uint64_t{c.gen} << 32) | i;
+}
+
+void oam_sched::rpc_cancel(std::uint64_t id) noexcept {
+    future_base* st = nullptr;
+    {
+        util::maybe_lock g(_m, _locking);
+        const auto i = static_cast<std::uint32_t>(id);
+        if (i < _calls.size() && _calls[i].busy) {
+            st = _calls[i].d.state;
+            _calls[i].busy = false;
+            _free_calls.push_back(i);
+        }
+    }
+    if (st != nullptr) st->unref();
+}
+
+rpc_delivery oam_sched::finish_call(int source, std::uint64_t id, const char* what) {
+    util::maybe_lock g(_m, _locking);
+    const auto i = static_cast<std::uint32_t>(id);
+    const auto gen = static_cast<std::uint32_t>(id >> 32);
+    if (i >= _calls.size() || !_calls[i].busy || _calls[i].gen != gen) {
+        fail(errc::invalid_argument, "am::rpc (result)",
+             std::string("a ") + what + " from rank " + std::to_string(source) + " names call " +
+                 std::to_string(id) + ", which is not in flight here");
+    }
+    _calls[i].busy = false;
+    _free_calls.push_back(i);
+    return _calls[i].d;
+}
+
+void oam_sched::on_return_slot(int source, std::uint64_t id, std::uint64_t value) {
+    const rpc_delivery d = finish_call(source, id, "result");
+    d.from_slot(d.state, value);
+    d.state->unref();
+}
+
+void oam_sched::on_return_bytes(int source, std::uint64_t id, std::span<const std::byte> b) {
+    const rpc_delivery d = finish_call(source, id, "result");
+    if (d.from_bytes != nullptr) {
+        d.from_bytes(d.state, b);
+    } else {
+        (void)d.state->set_exception(std::make_exception_ptr(
+            error(errc::invalid_argument, "am::rpc: rank " + std::to_string(source) +
+                                              " sent a result of another shape than expected")));
+    }
+    d.state->unref();
+}
+
+void oam_sched::on_return_error(int source, std::uint64_t id, std::span<const std::byte> text) {
+    const rpc_delivery d = finish_call(source, id, "failure");
+    (void)d.state->set_exception(std::make_exception_ptr(
+        error(errc::remote, std::string(reinterpret_cast<const char*>(text.data()), text.size()))));
+    d.state->unref();
+}
+
+void rpc_set_index(oam_sched* s, std::uint32_t slot, std::uint32_t index, std::string_view name) {
+    s->rpc_set_index(slot, index, name);
+}
+std::uint32_t rpc_index(oam_sched* s, std::uint32_t slot, std::string_view name) {
+    return s->rpc_index(slot, name);
+}
+std::uint64_t rpc_begin(oam_sched* s, const rpc_delivery& d) {
+    return s->rpc_begin(d);
+}
+void rpc_cancel(oam_sched* s, std::uint64_t id) noexcept {
+    s->rpc_cancel(id);
+}
+
+void rpc_return_slot(context& ctx, int caller, std::uint64_t id, std::uint64_t value) {
+    ctx.request(caller, oam_layer_of(ctx, "am::rpc").ret_slot, id, value);
+}
+
+void rpc_return_bytes(context& ctx, int caller, std::uint64_t id, std::span<const std::byte> b) {
+    if (b.size() > ctx.max_medium()) {
+        rpc_return_error(ctx, caller, id, "a remote function",
+                         std::make_exception_ptr(
+                             error(errc::too_large, "its result takes " + std::to_string(b.size()) +
+                                                        " bytes, more than max_medium() = " +
+                                                        std::to_string(ctx.max_medium()))));
+        return;
+    }
+    ctx.request(caller, oam_layer_of(ctx, "am::rpc").ret_bytes, b, id);
+}
+
+void rpc_return_error(context& ctx, int caller, std::uint64_t id, std::string_view name,
+                      std::exception_ptr e) {
+    if (id == rpc_no_reply) std::rethrow_exception(e);  // fire-and-forget: fails the job
+    std::string what;
+    try {
+        std::rethrow_exception(e);
+    } catch (const error& x) {
+        what = std::string(x.what()) + " (am::errc " + std::to_string(static_cast<int>(x.code())) +
+               ")";
+    } catch (const std::exception& x) {
+        what = x.what();
+    } catch (...) {
+        what = "an exception not derived from std::exception";
+    }
+    std::string text = "am::rpc: remote function " + readable(name) + " on rank " +
+                       std::to_string(ctx.rank()) + " (called by rank " + std::to_string(caller) +
+                       ") threw: " + what;
+    if (text.size() > ctx.max_medium()) text.resize(ctx.max_medium());
+    ctx.request(caller, oam_layer_of(ctx, "am::rpc").ret_error,
+                std::as_bytes(std::span<const char>(text)), id);
+}
+
+void rpc_too_large(context& ctx, std::string_view name, std::size_t bytes, const char* what) {
+    util::fail(errc::too_large, "am::rpc", ctx.rank(),
+               std::string("the ") + what + " of " + readable(name) + " take " +
+                   std::to_string(bytes) + " bytes, more than max_medium() = " +
+                   std::to_string(ctx.max_medium()) + "; nothing was sent");
+}
+
+}  // namespace am::detail

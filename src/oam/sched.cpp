@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: MIT
+// The scheduler of optimistic handlers: a handler runs at once on a pooled fiber (a stack of
+// its own, switched to with Boost.Context's fcontext); when it blocks it switches back and the
+// poller carries on; a woken fiber goes on the ready list, which the rank's polls run (the
+// core's deferred work). Switches are annotated for ASan and TSan.
+#include "oam_sched.hpp"
+
+#include "../util/assert.hpp"
+#include "../util/error.hpp"
+#include "../util/maybe_lock.hpp"
+
+#include <boost/context/detail/fcontext.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define AM_OAM_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define AM_OAM_TSAN 1
+#endif
+
+namespace am::detail {
+
+namespace bctx = boost::context::detail;
+
+namespace {
+
+// ------------------------------------------------------------------ sanitizer annotations
+
+inline void asan_start([[maybe_unused]] void** fake, [[maybe_unused]] const void* bottom,
+                       [[maybe_unused]] std::size_t size) noexcept {
+#ifdef AM_OAM_ASAN
+    __sanitizer_start_switch_fiber(fake, bottom, size);
+#endif
+}
+inline void asan_finish([[maybe_unused]] void* fake, [[maybe_unused]] const void** bottom,
+                        [[maybe_unused]] std::size_t* size) noexcept {
+#ifdef AM_OAM_ASAN
+    __sanitizer_finish_switch_fiber(fake, bottom, size);
+#endif
+}
+inline void* tsan_current() noexcept {
+#ifdef AM_OAM_TSAN
+    return __tsan_get_current_fiber();
+#else
+    return nullptr;
+#endif
+}
+inline void tsan_switch([[maybe_unused]] void* to) noexcept {
+#ifdef AM_OAM_TSAN
+    __tsan_switch_to_fiber(to, 0);
+#endif
+}
+inline void* tsan_create() noexcept {
+#ifdef AM_OAM_TSAN
+    return __tsan_create_fiber(0);
+#else
+    return nullptr;
+#endif
+}
+inline void tsan_destroy([[maybe_unused]] void* f) noexcept {
+#ifdef AM_OAM_TSAN
+    if (f != nullptr) __tsan_destroy_fiber(f);
+#endif
+}
+
+// ------------------------------------------------------------------------ the fiber side
+
+/// Switches from fiber `f` back to whoever resumed it; returns when it is resumed again.
+void switch_out(oam_fiber* f) noexcept {
+    asan_start(&f->fake_stack, f->back_bottom, f->back_size);
+    tsan_switch(f->tsan_back);
+    const bctx::transfer_t t = bctx::jump_fcontext(f->back, f);
+    asan_finish(f->fake_stack, &f->back_bottom, &f->back_size);
+    f->back = t.fctx;
+}
+
+/// Runs the handler of `tk` with its own copies of the arguments, the payload of a medium
+/// message and the token: all three outlive the dispatch if the handler blocks.
+void run_task(oam_fiber* f, const oam_task& tk) {
+    std::uint64_t args[max_args + 1];
+    std::memcpy(args, tk.args, sizeof(std::uint64_t) * tk.nargs);
+    alignas(16) std::byte small[256];
+    std::unique_ptr<std::byte[]> big;
+    std::byte* payload = tk.payload;
+    if (tk.kind == category::medium && tk.len != 0) {
+        if (tk.len <= sizeof small) {
+            payload = small;
+        } else {
+            big.reset(new (std::align_val_t{16}) std::byte[tk.len]);
+            payload = big.get();
+        }
+        std::memcpy(payload, tk.payload, tk.len);
+    }
+    alignas(token) std::byte tok_storage[sizeof(token)];
+    token* tok = token_access::copy(tok_storage, *tk.tok);
+    f->tok = tok;
+    struct clear {
+        oam_fiber* f;
+        ~clear() { f->tok = nullptr; }
+    } c{f};
+    tk.fn(tk.obj, *tok, args, payload, tk.len);
+}
+
+void run_job(oam_fiber* f) noexcept {
+    try {
+        if (f->task != nullptr) {
+            const oam_task tk = *f->task;
+            f->task = nullptr;
+            run_task(f, tk);
+        } else {
+            void* arg = std::exchange(f->arg, nullptr);
+            struct drop {
+                void (*fn)(void*);
+                void* arg;
+                ~drop() { fn(arg); }
+            } d{f->drop, arg};
+            f->run(arg);
+        }
+    } catch (...) {
+        f->error = std::current_exception();
+    }
+}
+
+void fiber_main(bctx::transfer_t t) {
+    auto* f = static_cast<oam_fiber*>(t.data);
+    f->back = t.fctx;
+    asan_finish(nullptr, &f->back_bottom, &f->back_size);
+    for (;;) {
+        run_job(f);
+        f->st = oam_fiber::state::done;
+        switch_out(f);
+    }
+}
+
+void hook_yield(void* arg) {
+    auto* f = static_cast<oam_fiber*>(arg);
+    f->sched->suspend(f, oam_fiber::state::yielding, nullptr, "am::context::wait");
+}
+
+}  // namespace
+
+// --------------------------------------------------------------------------- the scheduler
+
+oam_sched::oam_sched(context& ctx, const config& cfg)
+    : ret_slot(ctx.handler([this](token& t, std::uint64_t id, std::uint64_t v) {
+          on_return_slot(t.source(), id, v);
+      })),
+      ret_bytes(ctx.handler([this](token& t, std::span<const std::byte> b, std::uint64_t id) {
+          on_return_bytes(t.source(), id, b);
+      })),
+      ret_error(ctx.handler([this](token& t, std::span<const std::byte> b, std::uint64_t id) {
+          on_return_error(t.source(), id, b);
+      })),
+      _ctx(ctx),
+      _rank(ctx.rank()),
+      _locking(cfg.progress_thread || cfg.thread_multiple),
+      _stack_bytes(std::max<std::size_t>(cfg.oam_stack_bytes, 16 * 1024)),
+      _max_live(cfg.oam_max_threads),
+      _rpc_index(new std::atomic<std::uint32_t>[max_slots]) {
+    for (std::uint32_t i = 0; i < max_slots; ++i) _rpc_index[i].store(0);
+    core::set_deferred(_ctx, [this] { return run_ready(); });
+}
+
+oam_sched::~oam_sched() {
+    // After the final quiescence nothing is blocked unless the job failed; then blocked
+    // handlers are abandoned (their stacks unmapped, their frames never unwound).
+    while (job* j = _jobs_head) {
+        _jobs_head = j->next;
+        j->drop(j->arg);
+        delete j;
+    }
+    for (auto& f : _fibers) {
+        tsan_destroy(f->tsan_self);
+        oam_stack_unmap(f->stack);
+    }
+}
+
+void oam_sched::fail(errc code, const char* call, const std::string& what) const {
+    util::fail(code, call, _rank, what);
+}
+
+oam_fiber* oam_sched::take_fiber() {
+    {
+        util::maybe_lock g(_m, _locking);
+        if (_idle != nullptr) {
+            oam_fiber* f = _idle;
+            _idle = f->next;
+            f->next = nullptr;
+            return f;
+        }
+    }
+    oam_guard_install();
+    auto f = std::make_unique<oam_fiber>();
+    f->stack = oam_stack_map(_stack_bytes, _rank);
+    f->ctx = bctx::make_fcontext(f->stack.top(), f->stack.usable, &fiber_main);
+    f->sched = this;
+    f->rank = _rank;
+    f->tsan_self = tsan_create();
+    f->hook = fiber_hook{&hook_yield, f.get()};
+    oam_fiber* p = f.get();
+    util::maybe_lock g(_m, _locking);
+    _fibers.push_back(std::move(f));
+    return p;
+}
+
+void oam_sched::resume(oam_fiber* f) {
+    f->st = oam_fiber::state::running;
+    f->tsan_back = tsan_current();
+    void* fake = nullptr;
+    const fiber_hook* saved_hook = t_fiber_hook;
+    t_fiber_hook = &f->hook;
+    const oam_fiber* saved_guard = oam_guard_swap(f);
+    asan_start(&fake, f->stack.bottom(), f->stack.usable);
+    tsan_switch(f->tsan_self);
+    const bctx::transfer_t t = bctx::jump_fcontext(f->ctx, f);
+    asan_finish(fake, nullptr, nullptr);
+    oam_guard_swap(saved_guard);
+    t_fiber_hook = saved_hook;
+    f->ctx = t.fctx;
+    after_switch(f);
+}
+
+void oam_sched::after_switch(oam_fiber* f) {
+    switch (f->st) {
+        case oam_fiber::state::blocked:
+        case oam_fiber::state::yielding: {
+            if (!f->blocked_once) {
+                f->blocked_once = true;
+                _blocked.fetch_add(1, std::memory_order_relaxed);
+                const std::uint64_t live = _live.fetch_add(1, std::memory_order_relaxed) + 1;
+                std::uint64_t peak = _peak.load(std::memory_order_relaxed);
+                while (live > peak && !_peak.compare_exchange_weak(peak, live)) {
+                }
+                core::add_pending(_ctx, 1);
+            }
+            // Only now, with its context saved, may the fiber be woken: release the lock of
+            // the queue it waits in (a waker pops it under that lock), or requeue a yield.
+            if (f->st == oam_fiber::state::yielding) {
+                make_ready(f);
+            } else if (oam_waitq* q = std::exchange(f->release, nullptr)) {
+                q->unlock();
+            }
+            return;
+        }
+        case oam_fiber::state::done: {
+            if (f->blocked_once) {
+                f->blocked_once = false;
+                _live.fetch_sub(1, std::memory_order_relaxed);
+                core::add_pending(_ctx, -1);
+            }
+            std::exception_ptr e = std::exchange(f->error, nullptr);
+            f->st = oam_fiber::state::idle;
+            {
+                util::maybe_lock g(_m, _locking);
+                f->next = _idle;
+                _idle = f;
+            }
+            if (e) std::rethrow_exception(e);
+            return;
+        }
+        default:
+            AM_ASSERT(false, "a fiber switches back blocked, yielding or done");
+    }
+}
+
+void oam_sched::dispatch(const oam_task& t) {
+    oam_fiber* f = take_fiber();
+    f->task = &t;
+    f->name = t.name;
+    _handlers.fetch_add(1, std::memory_order_relaxed);
+    resume(f);
+}
+
+void oam_sched::spawn(void (*run)(void*), void (*drop)(void*), void* arg, std::string_view name) {
+    // Not started here: the setter that spawns it may be anywhere (another rank's thread); it
+    // starts in this rank's next poll, counted as pending until it finishes.
+    job* j = new job{run, drop, arg, name, nullptr};
+    core::add_pending(_ctx, 1);
+    _ready_lock.lock();
+    (_jobs_tail != nullptr ? _jobs_tail->next : _jobs_head) = j;
+    _jobs_tail = j;
+    _ready_lock.unlock();
+    core::signal_deferred(_ctx);
+}
+
+void oam_sched::start_job(job* j) {
+    std::unique_ptr<job> owned(j);
+    oam_fiber* f;
+    try {
+        f = take_fiber();
+    } catch (...) {
+        core::add_pending(_ctx, -1);
+        j->drop(j->arg);
+        throw;
+    }
+    f->run = j->run;
+    f->drop = j->drop;
+    f->arg = j->arg;
+    f->name = j->name;
+    _handlers.fetch_add(1, std::memory_order_relaxed);
+    f->blocked_once = true;  // the pending count taken at spawn is given back when it finishes
+    _live.fetch_add(1, std::memory_order_relaxed);
+    resume(f);
+}
+
+void oam_sched::make_ready(oam_fiber* f) noexcept {
+    _ready_lock.lock();
+    f->next = nullptr;
+    (_ready_tail != nullptr ? _ready_tail->next : _ready_head) = f;
+    _ready_tail = f;
+    _ready_lock.unlock();
+    core::signal_deferred(_ctx);
+}
+
+std::size_t oam_sched::run_ready() {
+    _ready_lock.lock();
+    oam_fiber* list = std::exchange(_ready_head, nullptr);
+    _ready_tail = nullptr;
+    job* jobs = std::exchange(_jobs_head, nullptr);
+    _jobs_tail = nullptr;
+    _ready_lock.unlock();
+    std::size_t n = 0;
+    while (jobs != nullptr) {
+        job* j = jobs;
+        jobs = j->next;
+        ++n;
+        try {
+            start_job(j);
+        } catch (...) {
+            while (jobs != nullptr) {  // keep the rest for the next poll
+                job* k = jobs;
+                jobs = k->next;
+                k->next = nullptr;
+                _ready_lock.lock();
+                (_jobs_tail != nullptr ? _jobs_tail->next : _jobs_head) = k;
+                _jobs_tail = k;
+                _ready_lock.unlock();
+            }
+            while (list != nullptr) {
+                oam_fiber* g = list;
+                list = g->next;
+                make_ready(g);
+            }
+            throw;
+        }
+    }
+    while (list != nullptr) {
+        oam_fiber* f = list;
+        list = f->next;
+        f->next = nullptr;
+        ++n;
+        _resumes.fetch_add(1, std::memory_order_relaxed);
+        try {
+            resume(f);
+        } catch (...) {
+            // Keep the rest runnable, then let the poll report the handler's exception.
+            while (list != nullptr) {
+                oam_fiber* g = list;
+                list = g->next;
+                make_ready(g);
+            }
+            throw;
+        }
+    }
+    return n;
+}
+
+void oam_sched::suspend(oam_fiber* f, oam_fiber::state why, oam_waitq* release, const char* call) {
+    if (!f->blocked_once && _live.load(std::memory_order_relaxed) >= _max_live) {
+        if (release != nullptr) release->unlock();
+        fail(errc::too_large, call,
+             "optimistic handler " + std::string(f->name) + " would be handler number " +
+                 std::to_string(_max_live + 1) + " blocked at once on this rank, over the limit " +
+                 "config::oam_max_threads = " + std::to_string(_max_live) +
+                 " (AM_OAM_MAX_THREADS)");
+    }
+    if (f->tok != nullptr) token_access::detach(*f->tok);
+    f->st = why;
+    f->release = release;
+    switch_out(f);
+    f->st = oam_fiber::state::running;
+}
+
+oam_stats oam_sched::stats() const {
+    oam_stats s;
+    s.handlers = _handlers.load();
+    s.blocked = _blocked.load();
+    s.resumes = _resumes.load();
+    s.live = _live.load();
+    s.peak_live = _peak.load();
+    s.stacks = _fibers.size();
+    s.stack_bytes = _stack_bytes;
+    s.max_threads = _max_live;
+    return s;
+}
+
+std::string oam_sched::report() const {
+    const oam_stats s = stats();
+    if (s.handlers == 0) return {};
+    return "  optimistic handlers: " + std::to_string(s.handlers) + " run, " +
+           std::to_string(s.blocked) + " became threads, " + std::to_string(s.resumes) +
+           " resumptions, peak " + std::to_string(s.peak_live) + " blocked, " +
+           std::to_string(s.stacks) + " stacks of " + std::to_string(s.stack_bytes) + " B\n";
+}
+
+// ------------------------------------------------------------------- the public detail API
+
+oam_sched& oam_layer_of(context& ctx, const char* call) {
+    return core::get<oam_sched>(ctx, oam_sched::key, call);
+}
+
+oam_sched* oam_of(context& ctx, const char* call) {
+    return &oam_layer_of(ctx, call);
+}
+
+context& oam_context(oam_sched* s) noexcept {
+    return s->ctx();
+}
+
+oam_fiber* oam_current() noexcept {
+    const fiber_hook* h = t_fiber_hook;
+    return h != nullptr ? static_cast<oam_fiber*>(h->arg) : nullptr;
+}
+
+void oam_dispatch(oam_sched* s, const oam_task& task) {
+    s->dispatch(task);
+}
+
+void oam_spawn(oam_sched* s, void (*run)(void*), void (*drop)(void*), void* arg,
+               std::string_view name) {
+    s->spawn(run, drop, arg, name);
+}
+
+}  // namespace am::detail
+
+namespace am {
+oam_stats optimistic_stats(context& ctx) {
+    return detail::oam_layer_of(ctx, "am::optimistic_stats").stats();
+}
+}  // namespace am
