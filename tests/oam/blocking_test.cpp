@@ -67,8 +67,9 @@ void nonblocking(am::context& ctx) {
         sum += v;
         done.add();
     });
-    ctx.barrier();
+    // Before the barrier: after it, messages of faster ranks may already run here.
     const am::oam_stats before = am::optimistic_stats(ctx);
+    ctx.barrier();
     for (int i = 0; i < count; ++i) ctx.request(right_of(ctx), h, i, value_of(me, i));
     wait_until(
         ctx, [&] { return done.test(count); }, "the handlers");
@@ -177,8 +178,9 @@ void mutex_held_by_handler(am::context& ctx) {
         trace += 'B';
         done.add();
     });
-    ctx.barrier();
+    // Before the barrier: after it, messages of faster ranks may already run here.
     const am::oam_stats before = am::optimistic_stats(ctx);
+    ctx.barrier();
     ctx.request(right_of(ctx), holder);
     ctx.request(right_of(ctx), contender);
     wait_blocked(ctx, 2, "a holder waiting and a contender on its mutex");
@@ -232,8 +234,9 @@ void condition_variable_waits(am::context& ctx) {
         --tokens;
         done.add();
     });
-    ctx.barrier();
+    // Before the barrier: after it, messages of faster ranks may already run here.
     const am::oam_stats before = am::optimistic_stats(ctx);
+    ctx.barrier();
     for (int i = 0; i < waiters; ++i) ctx.request(right_of(ctx), on_all, i);
     wait_blocked(ctx, waiters, "on the condition variable");
     EXPECT_EQ(done.value(), 0u);
@@ -250,6 +253,7 @@ void condition_variable_waits(am::context& ctx) {
         EXPECT_EQ(got, (std::vector<int>{0, 1, 2}));
     }
     wait_none_live(ctx);
+    ctx.barrier();  // no rank's second-phase waiters arrive while another checks the first
     // notify_one, from rank code without the mutex held: one waiter per token.
     for (int i = 0; i < waiters; ++i) ctx.request(right_of(ctx), on_one);
     wait_blocked(ctx, waiters, "on the condition variable, for notify_one");
@@ -299,8 +303,9 @@ void future_of_rpc(am::context& ctx, bool exact) {
         if (f.get() != x * x + static_cast<std::uint64_t>(target)) ++wrong;
         done.add();
     });
-    ctx.barrier();
+    // Before the barrier: after it, messages of faster ranks may already run here.
     const am::oam_stats before = am::optimistic_stats(ctx);
+    ctx.barrier();
     for (int i = 0; i < calls; ++i) {
         ctx.request(right_of(ctx), h, static_cast<std::uint64_t>(me * 100 + i));
     }
@@ -418,8 +423,9 @@ void waits_in_handler(am::context& ctx) {
         done.add();
     });
     auto open = ctx.handler([&](am::token&) { gate.add(); });
-    ctx.barrier();
+    // Before the barrier: after it, messages of faster ranks may already run here.
     const am::oam_stats before = am::optimistic_stats(ctx);
+    ctx.barrier();
     ctx.request(right_of(ctx), by_pred);
     ctx.request(right_of(ctx), by_counter);
     wait_blocked(ctx, 2, "in ctx.wait and counter::wait");
