@@ -3,6 +3,7 @@
 // exceptions into status codes, so nothing unwinds through C frames; error messages are
 // rewritten to name the C call instead of the C++ one.
 #include "../util/error.hpp"
+#include "capi_common.hpp"
 
 #include <am/core/layer.hpp>
 
@@ -41,37 +42,9 @@ static_assert(AM_ERR_BROKEN_PROMISE == static_cast<int>(am::errc::broken_promise
 static_assert(AM_MAX_ARGS == am::max_args);
 static_assert(alignof(am_counter_t) >= std::atomic_ref<std::uint64_t>::required_alignment);
 
-/// The C view of one rank's context. Shared with the C handlers registered on it, because
-/// handlers still run during the end-of-job quiescence, after the rank function returned.
-struct am_context : std::enable_shared_from_this<am_context> {
-    explicit am_context(am::context& c) : cxx(&c), owner(std::this_thread::get_id()) {}
-
-    am::context* cxx;
-    std::thread::id owner;  // the rank's thread; any other one is its progress thread
-    std::string errors[2];  // last error message: [0] rank thread, [1] progress thread
-    std::atomic<bool> aborted{false};
-};
-
-/// Lives on the stack of the handler trampoline for the duration of one handler call.
-struct am_token {
-    am::token* cxx;
-    am_context* ctx;
-};
+namespace am::capi {
 
 namespace {
-
-using am::category;
-using am::errc;
-
-// ----------------------------------------------------------------------------------- errors
-
-std::string where(const char* call, const am_context* c) {
-    return am::util::where(call, c->cxx->rank());
-}
-
-[[noreturn]] void fail(errc code, const char* call, const am_context* c, const std::string& what) {
-    throw am::error(code, where(call, c) + what);
-}
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
     for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
@@ -96,7 +69,20 @@ std::string c_message(const char* call, const am_context* c, const std::string& 
     std::string msg = std::string(call) + ": " + rank + std::string(rest);
     replace_all(msg, " max_medium()", " am_max_medium()");
     replace_all(msg, " barrier()", " am_barrier()");
+    replace_all(msg,
+                "register it with am::optimistic_handler (or am::rpc_register) to let it block",
+                "only remote functions (am_rpc_register) may block");
     return msg;
+}
+
+}  // namespace
+
+std::string where(const char* call, const am_context* c) {
+    return am::util::where(call, c->cxx->rank());
+}
+
+void fail(errc code, const char* call, const am_context* c, const std::string& what) {
+    throw am::error(code, where(call, c) + what);
 }
 
 std::string& error_slot(const am_context* c) {
@@ -114,22 +100,38 @@ am_status_t record(const am_context* c, const char* call, am_status_t st,
     return st;
 }
 
-/// Runs `f`, mapping every exception to a status and recording its message on `c`.
-template <class F>
-am_status_t guarded(const am_context* c, const char* call, F&& f) noexcept {
-    try {
-        f();
-        return AM_OK;
-    } catch (const am::error& e) {
-        return record(c, call, static_cast<am_status_t>(e.code()), e.what());
-    } catch (const std::bad_alloc&) {
-        return record(c, call, AM_ERR_SYSTEM, "out of memory");
-    } catch (const std::exception& e) {
-        return record(c, call, AM_ERR_SYSTEM, e.what());
-    } catch (...) {
-        return record(c, call, AM_ERR_SYSTEM, "unknown exception");
-    }
+void check_pointer(const char* call, const am_context* c, const void* p, bool needed,
+                   const char* what) {
+    if (needed && p == nullptr) fail(errc::invalid_argument, call, c, std::string("null ") + what);
 }
+
+// The handler's name in the table, compared across ranks at am_barrier and shown in errors
+// and statistics: the symbol when the function is exported, else its offset in its module,
+// which is the same in every rank of one program despite address-space randomisation.
+std::string handler_name(void (*fn)(), const char* what) {
+    const std::string generic = std::string("C ") + what;
+    Dl_info info{};
+    void* addr = reinterpret_cast<void*>(fn);
+    if (dladdr(addr, &info) == 0) return generic;
+    if (info.dli_sname != nullptr && info.dli_saddr == addr) return info.dli_sname;
+    if (info.dli_fname == nullptr) return generic;
+    const char* slash = std::strrchr(info.dli_fname, '/');
+    char offset[24];
+    std::snprintf(
+        offset, sizeof offset, "+0x%" PRIxPTR,
+        reinterpret_cast<std::uintptr_t>(addr) - reinterpret_cast<std::uintptr_t>(info.dli_fbase));
+    return generic + " " + (slash ? slash + 1 : info.dli_fname) + offset;
+}
+
+}  // namespace am::capi
+
+namespace {
+
+using namespace am::capi;
+using am::category;
+using am::errc;
+
+// ----------------------------------------------------------------------------------- errors
 
 void check_nargs(const char* call, const am_context* c, unsigned nargs) {
     if (nargs > am::max_args) {
@@ -137,11 +139,6 @@ void check_nargs(const char* call, const am_context* c, unsigned nargs) {
              std::to_string(nargs) + " arguments exceed the limit of " +
                  std::to_string(am::max_args));
     }
-}
-
-void check_pointer(const char* call, const am_context* c, const void* p, bool needed,
-                   const char* what) {
-    if (needed && p == nullptr) fail(errc::invalid_argument, call, c, std::string("null ") + what);
 }
 
 // ------------------------------------------------------------------------------- handlers
@@ -180,24 +177,6 @@ void destroy_handler(void* obj) {
     delete static_cast<c_handler*>(obj);
 }
 
-// The handler's name in the table, compared across ranks at am_barrier and shown in errors
-// and statistics: the symbol when the function is exported, else its offset in its module,
-// which is the same in every rank of one program despite address-space randomisation.
-std::string handler_name(any_fn fn, const char* kind) {
-    const std::string generic = std::string("C ") + kind + " handler";
-    Dl_info info{};
-    void* addr = reinterpret_cast<void*>(fn);
-    if (dladdr(addr, &info) == 0) return generic;
-    if (info.dli_sname != nullptr && info.dli_saddr == addr) return info.dli_sname;
-    if (info.dli_fname == nullptr) return generic;
-    const char* slash = std::strrchr(info.dli_fname, '/');
-    char offset[24];
-    std::snprintf(
-        offset, sizeof offset, "+0x%" PRIxPTR,
-        reinterpret_cast<std::uintptr_t>(addr) - reinterpret_cast<std::uintptr_t>(info.dli_fbase));
-    return generic + " " + (slash ? slash + 1 : info.dli_fname) + offset;
-}
-
 am_status_t register_c(am_context* c, const char* call, category kind, any_fn fn, unsigned nargs,
                        void* user, am_handler_t* out) noexcept {
     if (c == nullptr) return AM_ERR_INVALID_ARGUMENT;
@@ -208,7 +187,7 @@ am_status_t register_c(am_context* c, const char* call, category kind, any_fn fn
         check_nargs(call, c, nargs);
         if (am::core::in_handler(*c->cxx))
             fail(errc::bad_context, call, c, "called from a handler");
-        static constexpr const char* kinds[] = {"short", "medium", "long"};
+        static constexpr const char* kinds[] = {"short handler", "medium handler", "long handler"};
         const std::string name = handler_name(fn, kinds[static_cast<int>(kind)]);
         const am::detail::invoke_fn invoke = kind == category::short_am ? &invoke_short
                                              : kind == category::medium ? &invoke_medium

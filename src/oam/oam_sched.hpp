@@ -145,5 +145,7 @@ class oam_sched final : public core::layer {
 };
 
 oam_sched& oam_layer_of(context& ctx, const char* call);
+/// A function's or callable's name out of the compiler's text of type_name / value_name.
+std::string oam_readable(std::string_view pretty);
 
 }  // namespace am::detail

@@ -11,11 +11,9 @@
 
 namespace am::detail {
 
-namespace {
-
-/// The function's name out of the compiler's text of value_name<f>() ("... [with auto V = f;
-/// ...]") or of type_name<fn_object_r<f, ...>>(); a registered callable's type otherwise.
-std::string readable(std::string_view pretty) {
+// The function's name out of the compiler's text of value_name<f>() ("... [with auto V = f;
+// ...]") or of type_name<fn_object_r<f, ...>>(); a registered callable's type otherwise.
+std::string oam_readable(std::string_view pretty) {
     if (const auto at = pretty.find("fn_object_r<"); at != std::string_view::npos) {
         const auto rest = pretty.substr(at + 12);
         return std::string(rest.substr(0, rest.find_first_of(",>")));
@@ -29,8 +27,6 @@ std::string readable(std::string_view pretty) {
     return std::string(pretty);
 }
 
-}  // namespace
-
 std::uint32_t rpc_new_slot() noexcept {
     static std::atomic<std::uint32_t> next{0};
     return next.fetch_add(1, std::memory_order_relaxed);
@@ -39,8 +35,9 @@ std::uint32_t rpc_new_slot() noexcept {
 void oam_sched::rpc_set_index(std::uint32_t slot, std::uint32_t index, std::string_view name) {
     if (slot >= max_slots) {
         fail(errc::too_large, "am::rpc_register",
-             "remote function " + readable(name) + " would be number " + std::to_string(slot + 1) +
-                 " of this program; at most " + std::to_string(max_slots) + " are supported");
+             "remote function " + oam_readable(name) + " would be number " +
+                 std::to_string(slot + 1) + " of this program; at most " +
+                 std::to_string(max_slots) + " are supported");
     }
     _rpc_index[slot].store(index + 1, std::memory_order_release);
 }
@@ -49,8 +46,8 @@ std::uint32_t oam_sched::rpc_index(std::uint32_t slot, std::string_view name) {
     const std::uint32_t v = slot < max_slots ? _rpc_index[slot].load(std::memory_order_acquire) : 0;
     if (v == 0) [[unlikely]] {
         fail(errc::bad_handler, "am::rpc",
-             "remote function " + readable(name) +
-                 " is not registered on this rank: call am::rpc_register<" + readable(name) +
+             "remote function " + oam_readable(name) +
+                 " is not registered on this rank: call am::rpc_register<" + oam_readable(name) +
                  ">(ctx) on every rank, then barrier()");
     }
     return v - 1;
@@ -170,7 +167,7 @@ void rpc_return_error(context& ctx, int caller, std::uint64_t id, std::string_vi
     } catch (...) {
         what = "an exception not derived from std::exception";
     }
-    std::string text = "am::rpc: remote function " + readable(name) + " on rank " +
+    std::string text = "am::rpc: remote function " + oam_readable(name) + " on rank " +
                        std::to_string(ctx.rank()) + " (called by rank " + std::to_string(caller) +
                        ") threw: " + what;
     if (text.size() > ctx.max_medium()) text.resize(ctx.max_medium());
@@ -180,7 +177,7 @@ void rpc_return_error(context& ctx, int caller, std::uint64_t id, std::string_vi
 
 void rpc_too_large(context& ctx, std::string_view name, std::size_t bytes, const char* what) {
     util::fail(errc::too_large, "am::rpc", ctx.rank(),
-               std::string("the ") + what + " of " + readable(name) + " take " +
+               std::string("the ") + what + " of " + oam_readable(name) + " take " +
                    std::to_string(bytes) + " bytes, more than max_medium() = " +
                    std::to_string(ctx.max_medium()) + "; nothing was sent");
 }

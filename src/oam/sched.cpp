@@ -86,14 +86,15 @@ void run_task(oam_fiber* f, const oam_task& tk) {
     std::uint64_t args[max_args + 1];
     std::memcpy(args, tk.args, sizeof(std::uint64_t) * tk.nargs);
     alignas(16) std::byte small[256];
-    std::unique_ptr<std::byte[]> big;
+    std::unique_ptr<std::max_align_t[]> big;
     std::byte* payload = tk.payload;
     if (tk.kind == category::medium && tk.len != 0) {
         if (tk.len <= sizeof small) {
             payload = small;
         } else {
-            big.reset(new (std::align_val_t{16}) std::byte[tk.len]);
-            payload = big.get();
+            big.reset(new std::max_align_t[(tk.len + sizeof(std::max_align_t) - 1) /
+                                           sizeof(std::max_align_t)]);
+            payload = reinterpret_cast<std::byte*>(big.get());
         }
         std::memcpy(payload, tk.payload, tk.len);
     }
@@ -375,7 +376,7 @@ void oam_sched::suspend(oam_fiber* f, oam_fiber::state why, oam_waitq* release, 
     if (!f->blocked_once && _live.load(std::memory_order_relaxed) >= _max_live) {
         if (release != nullptr) release->unlock();
         fail(errc::too_large, call,
-             "optimistic handler " + std::string(f->name) + " would be handler number " +
+             "optimistic handler " + oam_readable(f->name) + " would be handler number " +
                  std::to_string(_max_live + 1) + " blocked at once on this rank, over the limit " +
                  "config::oam_max_threads = " + std::to_string(_max_live) +
                  " (AM_OAM_MAX_THREADS)");

@@ -6,6 +6,9 @@
 
 #include "../util/error.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -102,7 +105,12 @@ oam_stack oam_stack_map(std::size_t usable, int rank) {
 }
 
 void oam_stack_unmap(oam_stack& s) noexcept {
-    if (s.base != nullptr) ::munmap(s.base, s.mapped);
+    if (s.base == nullptr) return;
+#if defined(__SANITIZE_ADDRESS__)
+    // Frames left on the stack keep their poisoning; the next mapping at this address must not.
+    ASAN_UNPOISON_MEMORY_REGION(s.base + page_size(), s.usable);
+#endif
+    ::munmap(s.base, s.mapped);
     s = {};
 }
 

@@ -132,10 +132,8 @@ bool mutex::try_lock() noexcept {
 void mutex::unlock() {
     _q.lock();
     detail::oam_waiter* w = _q.pop();
-    if (w == nullptr) {
-        _locked = false;
-        _owner = nullptr;
-    }
+    _owner = nullptr;  // a waiter handed the mutex names itself once it runs
+    if (w == nullptr) _locked = false;
     _q.unlock();
     if (w != nullptr) detail::oam_wake(w);  // the mutex stays locked: it is w's now
 }
