@@ -3,20 +3,17 @@
 // serialize(), one with save()/load(), and containers of them, as arguments and results.
 #include "oam/oam_support.hpp"
 
-#if __has_include(<am/rpc_cereal.hpp>)
 #include <am/rpc_cereal.hpp>
+
 #include <cereal/types/map.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
-#define AM_OAM_TEST_CEREAL 1
-#endif
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
-#ifdef AM_OAM_TEST_CEREAL
 struct particle {
     std::string name;
     std::vector<double> pos;
@@ -51,13 +48,11 @@ class account {
     std::string _owner;
     double _balance = 0;
 };
-#endif
 
 namespace {
 
 class oam_rpc_cereal : public am_test::spmd_test {};
 
-#ifdef AM_OAM_TEST_CEREAL
 particle rpc_move_particle(am::context& ctx, particle p, double dx) {
     for (double& x : p.pos) x += dx;
     p.tags["visited"] = ctx.rank();
@@ -91,11 +86,6 @@ TEST_P(oam_rpc_cereal, user_types) {
     });
     ASSERT_EQ(rc, 0);
 }
-#else
-TEST_P(oam_rpc_cereal, user_types) {
-    GTEST_SKIP() << "<am/rpc_cereal.hpp> is not there yet";
-}
-#endif
 
 AM_INSTANTIATE(oam_rpc_cereal, am_test::all_params());
 
