@@ -561,6 +561,51 @@ TEST_P(oam_rpc, arguments_too_large) {
     ASSERT_EQ(rc, 0);
 }
 
+// A result over max_medium() cannot travel back: get() throws errc::remote naming the limit;
+// the call after it works.
+TEST_P(oam_rpc, result_too_large) {
+    const int rc = run([](am::context& ctx) {
+        am::rpc_register<&rpc_repeat>(ctx);
+        ctx.barrier();
+        const int r = right_of(ctx);
+        const std::size_t max = ctx.max_medium();
+        const auto times = static_cast<std::uint32_t>(max / 10 + 1);
+        expect_error(
+            [&] { (void)am::rpc<&rpc_repeat>(ctx, r, std::string("0123456789"), times).get(); },
+            am::errc::remote, {"max_medium() = " + std::to_string(max)});
+        EXPECT_EQ(am::rpc<&rpc_repeat>(ctx, r, std::string("ab"), 2u).get(), "abab");
+        ctx.quiesce();
+    });
+    ASSERT_EQ(rc, 0);
+}
+
 AM_INSTANTIATE(oam_rpc, am_test::all_params());
+
+class oam_rpc_failure : public am_test::spmd_test {};
+
+void rpc_ff_throws(am::context& ctx, int code) {
+    throw std::runtime_error("fire-and-forget failure " + std::to_string(code) + " on rank " +
+                             std::to_string(ctx.rank()));
+}
+
+// An exception of a fire-and-forget call fails the job, as a handler's would. Not on mpi: a
+// failing job there is mpiexec's to report (tests/core/failure_test.cpp).
+TEST_P(oam_rpc_failure, fire_and_forget_exception_fails_job) {
+    ::testing::internal::CaptureStderr();
+    const int rc = run([](am::context& ctx) {
+        am::rpc_register<&rpc_ff_throws>(ctx);
+        ctx.barrier();
+        if (ctx.rank() == 0) am::rpc_ff<&rpc_ff_throws>(ctx, ctx.size() - 1, 42);
+        am::counter never(ctx);
+        never.wait(1);
+    });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(rc, 0);
+    EXPECT_TRUE(
+        am_test::contains(err, "fire-and-forget failure 42 on rank " + std::to_string(ranks() - 1)))
+        << err;
+}
+
+AM_INSTANTIATE(oam_rpc_failure, am_test::without_mpi(am_test::all_params()));
 
 }  // namespace
