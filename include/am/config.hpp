@@ -92,6 +92,11 @@ struct config {
     /// Most optimistic handlers (and RPCs, continuations) of one rank blocked at once
     /// (`AM_OAM_MAX_THREADS`, default 4096); one more fails with errc::too_large.
     std::size_t oam_max_threads = 4096;
+    /// Seconds rank code may wait on an am::mutex, condition variable or future — or the end
+    /// of a quiescence for blocked optimistic handlers — before the rank prints, once, what it
+    /// waits in and which handlers are blocked there in what (`AM_OAM_HANG_SECONDS`, default
+    /// 30; 0 = never). A diagnosis only: the wait goes on.
+    double oam_hang_seconds = 30;
 
     /// The defaults above, overridden by the environment variables named above.
     /// Throws `am::error` naming the variable when one cannot be parsed.

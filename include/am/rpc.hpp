@@ -93,7 +93,15 @@ struct short_call<type_list<P...>>
     : std::bool_constant<(short_value_v<P> && ...) && sizeof...(P) <= max_args - 1> {};
 
 template <class R>
-inline constexpr bool short_result_v = std::is_void_v<R> || short_value_v<R>;
+constexpr bool short_result() {
+    if constexpr (std::is_void_v<R>) {
+        return true;
+    } else {
+        return short_value_v<R>;
+    }
+}
+template <class R>
+inline constexpr bool short_result_v = short_result<R>();
 
 template <class T>
 inline constexpr bool check_sendable() {
@@ -284,9 +292,9 @@ template <class R, class L, class... A>
 future<R> rpc_call(context& ctx, int rank, std::uint32_t index, std::string_view name, A&&... a) {
     oam_sched* s = oam_of(ctx, "am::rpc");
     state_ref<R> st(new future_state<R>(s));
-    const std::uint64_t id = rpc_begin(
-        s,
-        rpc_delivery{st.get(), &deliver_slot<R>, short_result_v<R> ? nullptr : &deliver_bytes<R>});
+    rpc_delivery d{st.get(), &deliver_slot<R>, nullptr};
+    if constexpr (!short_result_v<R>) d.from_bytes = &deliver_bytes<R>;
+    const std::uint64_t id = rpc_begin(s, d);
     try {
         rpc_send<L, A...>::go(ctx, rank, index, id, name, std::forward<A>(a)...);
     } catch (...) {

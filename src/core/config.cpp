@@ -133,6 +133,16 @@ config config::from_env() {
     if (const char* v = std::getenv("AM_OAM_STACK_BYTES")) {
         c.oam_stack_bytes = parse_size("AM_OAM_STACK_BYTES", v);
     }
+    if (const char* v = std::getenv("AM_OAM_HANG_SECONDS")) {
+        char* end = nullptr;
+        const double s = std::strtod(v, &end);
+        if (end == v || *end != '\0' || !(s >= 0) || s > 1e9) {
+            throw error(errc::invalid_argument,
+                        std::string("am::config::from_env: AM_OAM_HANG_SECONDS=\"") + v +
+                            "\" is not a number of seconds >= 0");
+        }
+        c.oam_hang_seconds = s;
+    }
     if (const char* v = std::getenv("AM_OAM_MAX_THREADS")) {
         c.oam_max_threads = parse_size("AM_OAM_MAX_THREADS", v);
     }

@@ -6,6 +6,7 @@
 #include "../util/backoff.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -137,7 +138,18 @@ void context_impl::quiesce(transport::coll kind) {
     };
     std::uint64_t last_sent = ~0ull, last_received = ~0ull;
     std::vector<counts> all(static_cast<std::size_t>(_size));
+    const auto start = std::chrono::steady_clock::now();
+    bool reported = false;
     for (;;) {
+        if (!reported && _pending_report && _pending_report_seconds > 0 &&
+            _layer_pending.load(std::memory_order_relaxed) > 0 &&
+            std::chrono::steady_clock::now() - start >
+                std::chrono::duration<double>(_pending_report_seconds)) {
+            reported = true;
+            const std::string what = _pending_report();
+            std::fprintf(stderr, "am: rank %d: quiescence has waited %.0f s for %s\n", _rank,
+                         _pending_report_seconds, what.c_str());
+        }
         // Handle what has arrived and flush what is queued before counting: the allgather
         // below only polls while it waits, and the last rank to arrive (or a single rank)
         // does not wait at all.

@@ -101,6 +101,10 @@ class context_impl final : public transport::message_sink {
     void set_deferred(std::function<std::size_t()> fn) { _deferred_fns.push_back(std::move(fn)); }
     /// Work a layer holds that will still send or finish (blocked optimistic handlers):
     /// quiescence waits for it to reach zero.
+    void set_pending_report(double seconds, std::function<std::string()> report) {
+        _pending_report_seconds = seconds;
+        _pending_report = std::move(report);
+    }
     void add_layer_pending(std::int64_t n) noexcept {
         _layer_pending.fetch_add(n, std::memory_order_acq_rel);
     }
@@ -226,6 +230,8 @@ class context_impl final : public transport::message_sink {
 
     std::vector<std::function<std::size_t()>> _deferred_fns;  // one per layer that asks
     std::atomic<std::int64_t> _layer_pending{0};
+    double _pending_report_seconds = 0;
+    std::function<std::string()> _pending_report;
     std::function<std::size_t()> _work_fn;
     std::atomic<bool> _work_ready{false};
     std::shared_mutex _work_mutex;  // shared while work runs; `exclusive` takes it alone

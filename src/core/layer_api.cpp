@@ -70,6 +70,9 @@ std::size_t poll(context& ctx) {
 void set_deferred(context& ctx, std::function<std::size_t()> fn) {
     core_of(ctx).set_deferred(std::move(fn));
 }
+void set_pending_report(context& ctx, double seconds, std::function<std::string()> report) {
+    core_of(ctx).set_pending_report(seconds, std::move(report));
+}
 void add_pending(context& ctx, std::int64_t n) noexcept {
     core_of(ctx).add_layer_pending(n);
 }

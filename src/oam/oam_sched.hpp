@@ -12,6 +12,7 @@
 #include <am/rpc.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -55,8 +56,9 @@ struct oam_fiber {
     std::string_view name;
     token* tok = nullptr;          // the handler's copy of its token (detached when it blocks)
     oam_waitq* release = nullptr;  // unlocked by the resumer once this fiber is switched out
-    std::exception_ptr error;      // what the job threw
-    oam_fiber* next = nullptr;     // in the ready list or the idle pool
+    std::atomic<const char*> waiting_in{nullptr};  // the call it is blocked in, for diagnoses
+    std::exception_ptr error;                      // what the job threw
+    oam_fiber* next = nullptr;                     // in the ready list or the idle pool
     fiber_hook hook{};
     const fiber_hook* saved_hook = nullptr;  // the resumer's hook, restored on return
     // Sanitizers: the resumer's stack and fiber, this fiber's fake stack and fiber.
@@ -84,6 +86,11 @@ class oam_sched final : public core::layer {
     /// Called on fiber `f` (the running one): switch out; `why` is blocked or yielding.
     void suspend(oam_fiber* f, oam_fiber::state why, oam_waitq* release, const char* call);
     [[nodiscard]] oam_stats stats() const;
+    /// "N optimistic handlers blocked: name in call, …" (the hang diagnosis).
+    [[nodiscard]] std::string blocked_report();
+    /// Rank code has waited in `call` since `start`: prints the diagnosis once, after
+    /// config::oam_hang_seconds.
+    void hang_check(const char* call, std::chrono::steady_clock::time_point start, bool& reported);
 
     // RPC (src/oam/rpc.cpp)
     void rpc_set_index(std::uint32_t slot, std::uint32_t index, std::string_view name);
@@ -113,6 +120,7 @@ class oam_sched final : public core::layer {
     const bool _locking;
     const std::size_t _stack_bytes;
     const std::size_t _max_live;
+    const double _hang_seconds;
     std::mutex _m;          // idle pool and call table when locking
     oam_waitq _ready_lock;  // the ready list (wakers may be any thread); only its lock is used
     oam_fiber* _ready_head = nullptr;

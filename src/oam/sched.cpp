@@ -12,6 +12,7 @@
 #include <boost/context/detail/fcontext.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -163,9 +164,11 @@ oam_sched::oam_sched(context& ctx, const config& cfg)
       _locking(cfg.progress_thread || cfg.thread_multiple),
       _stack_bytes(std::max<std::size_t>(cfg.oam_stack_bytes, 16 * 1024)),
       _max_live(cfg.oam_max_threads),
+      _hang_seconds(cfg.oam_hang_seconds),
       _rpc_index(new std::atomic<std::uint32_t>[max_slots]) {
     for (std::uint32_t i = 0; i < max_slots; ++i) _rpc_index[i].store(0);
     core::set_deferred(_ctx, [this] { return run_ready(); });
+    core::set_pending_report(_ctx, _hang_seconds, [this] { return blocked_report(); });
 }
 
 oam_sched::~oam_sched() {
@@ -384,7 +387,9 @@ void oam_sched::suspend(oam_fiber* f, oam_fiber::state why, oam_waitq* release, 
     if (f->tok != nullptr) token_access::detach(*f->tok);
     f->st = why;
     f->release = release;
+    f->waiting_in.store(call, std::memory_order_release);
     switch_out(f);
+    f->waiting_in.store(nullptr, std::memory_order_relaxed);
     f->st = oam_fiber::state::running;
 }
 
@@ -399,6 +404,33 @@ oam_stats oam_sched::stats() const {
     s.stack_bytes = _stack_bytes;
     s.max_threads = _max_live;
     return s;
+}
+
+std::string oam_sched::blocked_report() {
+    std::string list;
+    std::size_t n = 0;
+    util::maybe_lock g(_m, _locking);
+    for (const auto& f : _fibers) {
+        const char* call = f->waiting_in.load(std::memory_order_acquire);
+        if (call == nullptr) continue;
+        if (++n <= 8) list += "\n  " + oam_readable(f->name) + " blocked in " + call;
+    }
+    if (n > 8) list += "\n  ... and " + std::to_string(n - 8) + " more";
+    return std::to_string(n) + " blocked optimistic handler(s) on this rank" +
+           (n == 0 ? std::string(" (none: the wait is for another rank)") : ":" + list) +
+           "\n  (a handler waiting on itself, or waits in a cycle across handlers and ranks, "
+           "never end)";
+}
+
+void oam_sched::hang_check(const char* call, std::chrono::steady_clock::time_point start,
+                           bool& reported) {
+    if (reported || _hang_seconds <= 0 ||
+        std::chrono::steady_clock::now() - start < std::chrono::duration<double>(_hang_seconds))
+        return;
+    reported = true;
+    const std::string what = blocked_report();
+    std::fprintf(stderr, "am: rank %d: rank code has waited %.0f s in %s; %s\n", _rank,
+                 _hang_seconds, call, what.c_str());
 }
 
 std::string oam_sched::report() const {

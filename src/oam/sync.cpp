@@ -69,11 +69,14 @@ void oam_block(oam_sched* s, oam_waitq& q, oam_waiter& w, const char* call) {
     q.unlock();
     try {
         unsigned backoff = 0;
+        const auto start = std::chrono::steady_clock::now();
+        bool reported = false;
         while (!w.woken.load(std::memory_order_acquire)) {
             if (core_poll(impl) != 0) {
                 backoff = 0;
             } else {
                 core_idle(impl, backoff);
+                if (backoff > 1000) s->hang_check(call, start, reported);
             }
         }
     } catch (...) {

@@ -118,6 +118,9 @@ void set_deferred(context& ctx, std::function<std::size_t()> fn);
 /// Adds `n` (may be negative) to the work this layer holds outside the core that will still
 /// send or finish (blocked optimistic handlers): quiescence waits until the rank's total is 0.
 void add_pending(context& ctx, std::int64_t n) noexcept;
+/// When quiescence has waited `seconds` (> 0) for pending work of the layers, `report()` says
+/// what it is; the rank prints it once to stderr (a hang diagnosis; the wait goes on).
+void set_pending_report(context& ctx, double seconds, std::function<std::string()> report);
 void signal_deferred(context& ctx) noexcept;
 /// Work that any thread polling this rank may run concurrently (thread_multiple): `fn` runs
 /// as a handler, one unit per call, returning how many it ran; `work_available` says whether
