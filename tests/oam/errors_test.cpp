@@ -68,7 +68,7 @@ TEST_P(oam_errors, plain_handler_must_not_block) {
     ASSERT_EQ(rc, 0);
 }
 
-// get() of a future that is not ready, in a plain handler.
+// get() of a future that is not ready, in a plain handler: refused, the future still valid.
 TEST_P(oam_errors, plain_handler_future_get) {
     const int rc = run([](am::context& ctx) {
         am::promise<int> p(ctx);
@@ -76,6 +76,7 @@ TEST_P(oam_errors, plain_handler_future_get) {
         am::counter done(ctx);
         auto plain = ctx.handler([&](am::token&) {
             expect_error([&] { (void)f.get(); }, am::errc::bad_context, {"am::future::get"});
+            EXPECT_TRUE(f.valid()) << "a refused get() used up the future";
             done.add();
         });
         ctx.barrier();
@@ -83,6 +84,7 @@ TEST_P(oam_errors, plain_handler_future_get) {
         wait_until(
             ctx, [&] { return done.test(1); }, "the plain handler");
         p.set_value(2);
+        EXPECT_EQ(f.get(), 2);
         ctx.quiesce();
     });
     ASSERT_EQ(rc, 0);
