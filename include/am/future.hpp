@@ -53,6 +53,9 @@ class future_base {
     future_base(const future_base&) = delete;
     future_base& operator=(const future_base&) = delete;
     virtual ~future_base();
+    // States are small and made per RPC: a per-thread cache of blocks spares malloc.
+    static void* operator new(std::size_t bytes);
+    static void operator delete(void* p, std::size_t bytes) noexcept;
 
     void ref() noexcept { _refs.fetch_add(1, std::memory_order_relaxed); }
     void unref() noexcept {

@@ -134,11 +134,11 @@ void rpc_cancel(oam_sched* s, std::uint64_t id) noexcept;
 /// No result wanted.
 inline constexpr std::uint64_t rpc_no_reply = ~std::uint64_t{0};
 /// Sends the result of call `id` back to `caller` (from the remote function's handler).
-void rpc_return_slot(context& ctx, int caller, std::uint64_t id, std::uint64_t value);
-void rpc_return_bytes(context& ctx, int caller, std::uint64_t id, std::span<const std::byte> b);
+void rpc_return_slot(oam_sched* s, int caller, std::uint64_t id, std::uint64_t value);
+void rpc_return_bytes(oam_sched* s, int caller, std::uint64_t id, std::span<const std::byte> b);
 /// Sends the exception the remote function `name` threw back (or fails the job for a call
 /// without reply).
-void rpc_return_error(context& ctx, int caller, std::uint64_t id, std::string_view name,
+void rpc_return_error(oam_sched* s, int caller, std::uint64_t id, std::string_view name,
                       std::exception_ptr e);
 /// Throws errc::too_large: `bytes` of arguments do not fit a medium message.
 [[noreturn]] void rpc_too_large(context& ctx, std::string_view name, std::size_t bytes,
@@ -176,7 +176,8 @@ void deliver_bytes(future_base* b, std::span<const std::byte> bytes) {
 
 /// Runs the remote function on its target and sends the result back.
 template <class R, bool Ctx, class F, class... A>
-void rpc_run(context& ctx, int caller, std::uint64_t id, std::string_view name, F& f, A&&... a) {
+void rpc_run(oam_sched* s, context& ctx, int caller, std::uint64_t id, std::string_view name, F& f,
+             A&&... a) {
     try {
         auto call = [&]() -> R {
             if constexpr (Ctx) {
@@ -187,21 +188,21 @@ void rpc_run(context& ctx, int caller, std::uint64_t id, std::string_view name, 
         };
         if constexpr (std::is_void_v<R>) {
             call();
-            if (id != rpc_no_reply) rpc_return_slot(ctx, caller, id, 0);
+            if (id != rpc_no_reply) rpc_return_slot(s, caller, id, 0);
         } else {
             R result = call();
             if (id == rpc_no_reply) return;
             if constexpr (short_result_v<R>) {
-                rpc_return_slot(ctx, caller, id, to_slot(result));
+                rpc_return_slot(s, caller, id, to_slot(result));
             } else {
                 std::vector<std::byte> out;
                 serial_writer w(out);
                 serializer<R>::write(w, result);
-                rpc_return_bytes(ctx, caller, id, out);
+                rpc_return_bytes(s, caller, id, out);
             }
         }
     } catch (...) {
-        rpc_return_error(ctx, caller, id, name, std::current_exception());
+        rpc_return_error(s, caller, id, name, std::current_exception());
     }
 }
 
@@ -211,14 +212,16 @@ struct rpc_handler;
 
 template <class F, class R, bool Ctx, class... P>
 struct rpc_handler<F, R, Ctx, type_list<P...>, true> {
+    oam_sched* s;
     F f;
     void operator()(token& t, std::uint64_t id, P... p) {
-        rpc_run<R, Ctx>(t.ctx(), t.source(), id, type_name<F>(), f, std::move(p)...);
+        rpc_run<R, Ctx>(s, t.ctx(), t.source(), id, type_name<F>(), f, std::move(p)...);
     }
 };
 
 template <class F, class R, bool Ctx, class... P>
 struct rpc_handler<F, R, Ctx, type_list<P...>, false> {
+    oam_sched* s;
     F f;
     void operator()(token& t, std::span<const std::byte> in, std::uint64_t id) {
         context& ctx = t.ctx();
@@ -228,11 +231,13 @@ struct rpc_handler<F, R, Ctx, type_list<P...>, false> {
             serial_reader r(in);
             args.emplace(std::tuple<P...>{serializer<P>::read(r)...});
         } catch (...) {
-            rpc_return_error(ctx, caller, id, type_name<F>(), std::current_exception());
+            rpc_return_error(s, caller, id, type_name<F>(), std::current_exception());
             return;
         }
         std::apply(
-            [&](P&... p) { rpc_run<R, Ctx>(ctx, caller, id, type_name<F>(), f, std::move(p)...); },
+            [&](P&... p) {
+                rpc_run<R, Ctx>(s, ctx, caller, id, type_name<F>(), f, std::move(p)...);
+            },
             *args);
     }
 };
@@ -261,7 +266,7 @@ std::uint32_t rpc_register_callable(context& ctx, F&& f) {
     static_assert(sendable_all<typename T::L>::value);
     if constexpr (!std::is_void_v<typename T::R>) static_assert(check_sendable<typename T::R>());
     using H = rpc_handler<D, typename T::R, T::takes_ctx, typename T::L>;
-    return optimistic_handler(ctx, H{std::forward<F>(f)}).index;
+    return optimistic_handler(ctx, H{oam_of(ctx, "am::rpc_register"), std::forward<F>(f)}).index;
 }
 
 /// Sends the call; `id` is rpc_no_reply or a call registered with rpc_begin.
@@ -289,8 +294,8 @@ struct rpc_send<type_list<P...>, A...> {
 };
 
 template <class R, class L, class... A>
-future<R> rpc_call(context& ctx, int rank, std::uint32_t index, std::string_view name, A&&... a) {
-    oam_sched* s = oam_of(ctx, "am::rpc");
+future<R> rpc_call(context& ctx, oam_sched* s, int rank, std::uint32_t index, std::string_view name,
+                   A&&... a) {
     state_ref<R> st(new future_state<R>(s));
     rpc_delivery d{st.get(), &deliver_slot<R>, nullptr};
     if constexpr (!short_result_v<R>) d.from_bytes = &deliver_bytes<R>;
@@ -351,10 +356,11 @@ auto rpc_register(context& ctx, F&& f) {
 template <auto Fn, class... A>
 auto rpc(context& ctx, int rank, A&&... args) {
     using T = detail::rpc_traits<decltype(Fn)>;
-    const std::uint32_t index = detail::rpc_index(
-        detail::oam_of(ctx, "am::rpc"), detail::rpc_slot_of<Fn>(), detail::value_name<Fn>());
+    detail::oam_sched* s = detail::oam_of(ctx, "am::rpc");
+    const std::uint32_t index =
+        detail::rpc_index(s, detail::rpc_slot_of<Fn>(), detail::value_name<Fn>());
     return detail::rpc_call<typename T::R, typename T::L>(
-        ctx, rank, index, detail::value_name<Fn>(), std::forward<A>(args)...);
+        ctx, s, rank, index, detail::value_name<Fn>(), std::forward<A>(args)...);
 }
 
 /// Calls `Fn(args...)` on `rank` without a result; an exception there fails the job.
@@ -370,7 +376,8 @@ void rpc_ff(context& ctx, int rank, A&&... args) {
 /// Calls a registered callable on `rank`.
 template <class R, class... P, class... A>
 future<R> rpc(context& ctx, int rank, remote<R(P...)> h, A&&... args) {
-    return detail::rpc_call<R, detail::type_list<P...>>(ctx, rank, h.index, "registered callable",
+    return detail::rpc_call<R, detail::type_list<P...>>(ctx, detail::oam_of(ctx, "am::rpc"), rank,
+                                                        h.index, "registered callable",
                                                         std::forward<A>(args)...);
 }
 

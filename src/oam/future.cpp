@@ -8,6 +8,63 @@ namespace am::detail {
 
 future_base::~future_base() = default;
 
+namespace {
+
+// Freed state blocks of this thread, reused by the next states it makes (an RPC's state is
+// made by the caller and usually freed there too).
+constexpr std::size_t block_bytes = 128;
+constexpr unsigned cache_max = 256;
+struct block_cache {
+    void* head = nullptr;
+    unsigned n = 0;
+    block_cache() = default;
+    block_cache(const block_cache&) = delete;
+    block_cache& operator=(const block_cache&) = delete;
+    ~block_cache() {
+        while (head != nullptr) {
+            void* next = *static_cast<void**>(head);
+            ::operator delete(head);
+            head = next;
+        }
+    }
+};
+thread_local block_cache t_blocks;
+
+}  // namespace
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool use_cache = false;  // the sanitizers see every allocation
+#else
+constexpr bool use_cache = true;
+#endif
+
+void* future_base::operator new(std::size_t bytes) {
+    if (use_cache && bytes <= block_bytes) {
+        block_cache& c = t_blocks;
+        if (c.head != nullptr) {
+            void* p = c.head;
+            c.head = *static_cast<void**>(p);
+            --c.n;
+            return p;
+        }
+        return ::operator new(block_bytes);
+    }
+    return ::operator new(bytes);  // (a block that is not cached is freed as bytes-sized)
+}
+
+void future_base::operator delete(void* p, std::size_t bytes) noexcept {
+    if (use_cache && bytes <= block_bytes) {
+        block_cache& c = t_blocks;
+        if (c.n < cache_max) {
+            *static_cast<void**>(p) = c.head;
+            c.head = p;
+            ++c.n;
+            return;
+        }
+    }
+    ::operator delete(p);
+}
+
 void future_base::wait(const char* call) {
     if (ready()) return;
     _q.lock();

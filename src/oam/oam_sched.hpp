@@ -36,8 +36,6 @@ void oam_stack_unmap(oam_stack& s) noexcept;
 /// Installs (once per process) the SIGSEGV handler that names the handler whose stack overflowed,
 /// and an alternate signal stack for the calling thread (once per thread).
 void oam_guard_install();
-/// Makes `f` the fiber the SIGSEGV handler checks on this thread; returns the previous one.
-const oam_fiber* oam_guard_swap(const oam_fiber* f) noexcept;
 
 struct oam_fiber {
     enum class state : std::uint8_t { idle, running, blocked, yielding, done };
@@ -107,6 +105,7 @@ class oam_sched final : public core::layer {
 
   private:
     oam_fiber* take_fiber();
+    void park(oam_fiber* f) noexcept;
     /// Switches to `f` (from rank code, a handler, the ready queue or another fiber) and
     /// handles the state it comes back in.
     void resume(oam_fiber* f);
@@ -126,6 +125,7 @@ class oam_sched final : public core::layer {
     oam_fiber* _ready_head = nullptr;
     oam_fiber* _ready_tail = nullptr;
     oam_fiber* _idle = nullptr;
+    oam_fiber* _hot = nullptr;  // without locking: the idle fiber reused first
     struct job {
         void (*run)(void*);
         void (*drop)(void*);

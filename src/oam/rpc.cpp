@@ -137,24 +137,26 @@ void rpc_cancel(oam_sched* s, std::uint64_t id) noexcept {
     s->rpc_cancel(id);
 }
 
-void rpc_return_slot(context& ctx, int caller, std::uint64_t id, std::uint64_t value) {
-    ctx.request(caller, oam_layer_of(ctx, "am::rpc").ret_slot, id, value);
+void rpc_return_slot(oam_sched* s, int caller, std::uint64_t id, std::uint64_t value) {
+    s->ctx().request(caller, s->ret_slot, id, value);
 }
 
-void rpc_return_bytes(context& ctx, int caller, std::uint64_t id, std::span<const std::byte> b) {
+void rpc_return_bytes(oam_sched* s, int caller, std::uint64_t id, std::span<const std::byte> b) {
+    context& ctx = s->ctx();
     if (b.size() > ctx.max_medium()) {
-        rpc_return_error(ctx, caller, id, "a remote function",
+        rpc_return_error(s, caller, id, "a remote function",
                          std::make_exception_ptr(
                              error(errc::too_large, "its result takes " + std::to_string(b.size()) +
                                                         " bytes, more than max_medium() = " +
                                                         std::to_string(ctx.max_medium()))));
         return;
     }
-    ctx.request(caller, oam_layer_of(ctx, "am::rpc").ret_bytes, b, id);
+    ctx.request(caller, s->ret_bytes, b, id);
 }
 
-void rpc_return_error(context& ctx, int caller, std::uint64_t id, std::string_view name,
+void rpc_return_error(oam_sched* s, int caller, std::uint64_t id, std::string_view name,
                       std::exception_ptr e) {
+    context& ctx = s->ctx();
     if (id == rpc_no_reply) std::rethrow_exception(e);  // fire-and-forget: fails the job
     std::string what;
     try {
@@ -171,8 +173,7 @@ void rpc_return_error(context& ctx, int caller, std::uint64_t id, std::string_vi
                        std::to_string(ctx.rank()) + " (called by rank " + std::to_string(caller) +
                        ") threw: " + what;
     if (text.size() > ctx.max_medium()) text.resize(ctx.max_medium());
-    ctx.request(caller, oam_layer_of(ctx, "am::rpc").ret_error,
-                std::as_bytes(std::span<const char>(text)), id);
+    ctx.request(caller, s->ret_error, std::as_bytes(std::span<const char>(text)), id);
 }
 
 void rpc_too_large(context& ctx, std::string_view name, std::size_t bytes, const char* what) {

@@ -84,8 +84,12 @@ void switch_out(oam_fiber* f) noexcept {
 /// Runs the handler of `tk` with its own copies of the arguments, the payload of a medium
 /// message and the token: all three outlive the dispatch if the handler blocks.
 void run_task(oam_fiber* f, const oam_task& tk) {
+    // `tk` lives in the dispatching poller's frame: read all of it before the handler runs.
+    const invoke_fn fn = tk.fn;
+    void* const obj = tk.obj;
+    const std::size_t len = tk.len;
     std::uint64_t args[max_args + 1];
-    std::memcpy(args, tk.args, sizeof(std::uint64_t) * tk.nargs);
+    for (unsigned i = 0; i < tk.nargs; ++i) args[i] = tk.args[i];
     alignas(16) std::byte small[256];
     std::unique_ptr<std::max_align_t[]> big;
     std::byte* payload = tk.payload;
@@ -106,15 +110,13 @@ void run_task(oam_fiber* f, const oam_task& tk) {
         oam_fiber* f;
         ~clear() { f->tok = nullptr; }
     } c{f};
-    tk.fn(tk.obj, *tok, args, payload, tk.len);
+    fn(obj, *tok, args, payload, len);
 }
 
 void run_job(oam_fiber* f) noexcept {
     try {
-        if (f->task != nullptr) {
-            const oam_task tk = *f->task;
-            f->task = nullptr;
-            run_task(f, tk);
+        if (const oam_task* tk = std::exchange(f->task, nullptr)) {
+            run_task(f, *tk);
         } else {
             void* arg = std::exchange(f->arg, nullptr);
             struct drop {
@@ -190,6 +192,7 @@ void oam_sched::fail(errc code, const char* call, const std::string& what) const
 }
 
 oam_fiber* oam_sched::take_fiber() {
+    if (!_locking && _hot != nullptr) return std::exchange(_hot, nullptr);
     {
         util::maybe_lock g(_m, _locking);
         if (_idle != nullptr) {
@@ -213,18 +216,22 @@ oam_fiber* oam_sched::take_fiber() {
     return p;
 }
 
+void oam_sched::park(oam_fiber* f) noexcept {
+    util::maybe_lock g(_m, _locking);
+    f->next = _idle;
+    _idle = f;
+}
+
 void oam_sched::resume(oam_fiber* f) {
     f->st = oam_fiber::state::running;
     f->tsan_back = tsan_current();
     void* fake = nullptr;
     const fiber_hook* saved_hook = t_fiber_hook;
     t_fiber_hook = &f->hook;
-    const oam_fiber* saved_guard = oam_guard_swap(f);
     asan_start(&fake, f->stack.bottom(), f->stack.usable);
     tsan_switch(f->tsan_self);
     const bctx::transfer_t t = bctx::jump_fcontext(f->ctx, f);
     asan_finish(fake, nullptr, nullptr);
-    oam_guard_swap(saved_guard);
     t_fiber_hook = saved_hook;
     f->ctx = t.fctx;
     after_switch(f);
@@ -258,14 +265,17 @@ void oam_sched::after_switch(oam_fiber* f) {
                 _live.fetch_sub(1, std::memory_order_relaxed);
                 core::add_pending(_ctx, -1);
             }
-            std::exception_ptr e = std::exchange(f->error, nullptr);
             f->st = oam_fiber::state::idle;
-            {
-                util::maybe_lock g(_m, _locking);
-                f->next = _idle;
-                _idle = f;
+            if (f->error) [[unlikely]] {
+                std::exception_ptr e = std::exchange(f->error, nullptr);
+                park(f);
+                std::rethrow_exception(e);
             }
-            if (e) std::rethrow_exception(e);
+            if (!_locking && _hot == nullptr) [[likely]] {
+                _hot = f;
+            } else {
+                park(f);
+            }
             return;
         }
         default:
@@ -274,10 +284,17 @@ void oam_sched::after_switch(oam_fiber* f) {
 }
 
 void oam_sched::dispatch(const oam_task& t) {
-    oam_fiber* f = take_fiber();
+    // Without other polling threads the fiber the last handler returned is reused directly.
+    oam_fiber* f = _hot;
+    if (f != nullptr && !_locking) [[likely]] {
+        _hot = nullptr;
+    } else {
+        f = take_fiber();
+    }
     f->task = &t;
     f->name = t.name;
-    _handlers.fetch_add(1, std::memory_order_relaxed);
+    // Dispatches are serialised (one poller at a time): a plain increment, no locked RMW.
+    _handlers.store(_handlers.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     resume(f);
 }
 
@@ -307,7 +324,7 @@ void oam_sched::start_job(job* j) {
     f->drop = j->drop;
     f->arg = j->arg;
     f->name = j->name;
-    _handlers.fetch_add(1, std::memory_order_relaxed);
+    _handlers.store(_handlers.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     f->blocked_once = true;  // the pending count taken at spawn is given back when it finishes
     _live.fetch_add(1, std::memory_order_relaxed);
     resume(f);
@@ -359,7 +376,7 @@ std::size_t oam_sched::run_ready() {
         list = f->next;
         f->next = nullptr;
         ++n;
-        _resumes.fetch_add(1, std::memory_order_relaxed);
+        _resumes.store(_resumes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         try {
             resume(f);
         } catch (...) {

@@ -27,9 +27,6 @@ std::size_t page_size() noexcept {
     return p;
 }
 
-// The fiber running on this thread, for the signal handler (set on every switch).
-thread_local const oam_fiber* t_running [[gnu::tls_model("initial-exec")]] = nullptr;
-
 struct sigaction g_previous;  // the handler ours replaced (chained for other faults)
 
 void write_all(const char* p, std::size_t n) noexcept {
@@ -52,7 +49,9 @@ void write_number(std::size_t v) noexcept {
 
 void on_segv(int sig, siginfo_t* info, void* uctx) {
     const auto* addr = static_cast<const std::byte*>(info->si_addr);
-    const oam_fiber* f = t_running;
+    // The fiber running on this thread: the hook set on every switch into one.
+    const fiber_hook* h = t_fiber_hook;
+    const auto* f = h != nullptr ? static_cast<const oam_fiber*>(h->arg) : nullptr;
     if (f != nullptr && addr >= f->stack.base && addr < f->stack.bottom()) {
         const char head[] = "am: rank ";
         write_all(head, sizeof head - 1);
@@ -137,12 +136,6 @@ void oam_guard_install() {
     ss.ss_sp = alt.get();
     ss.ss_size = bytes;
     ::sigaltstack(&ss, nullptr);
-}
-
-const oam_fiber* oam_guard_swap(const oam_fiber* f) noexcept {
-    const oam_fiber* prev = t_running;
-    t_running = f;
-    return prev;
 }
 
 }  // namespace am::detail

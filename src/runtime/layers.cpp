@@ -12,12 +12,13 @@
 namespace am::runtime {
 namespace {
 
+// The optimistic-AM layer first: every RPC and optimistic handler finds it (a scan of this list).
 constexpr layer_entry library_layers[] = {
+    {&detail::oam_sched::key, &make_layer<detail::oam_sched>},
     {&detail::rma_layer::key, &make_layer<detail::rma_layer>},
     {&detail::msg_layer::key, &make_layer<detail::msg_layer>},
     {&detail::typed_layer::key, &make_layer<detail::typed_layer>},
     {&detail::window_layer::key, &make_layer<detail::window_layer>},
-    {&detail::oam_sched::key, &make_layer<detail::oam_sched>},
 };
 
 }  // namespace
