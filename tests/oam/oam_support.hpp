@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// Test support for the optimistic-handler and RPC tests: neighbours, bounded waits that end
+// the job with a message instead of hanging, the counts the stress-like tests scale by.
+#pragma once
+
+#include "support/expect.hpp"
+
+#include <am/future.hpp>
+#include <am/oam.hpp>
+#include <am/rpc.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace am_oam_test {
+
+inline int right_of(const am::context& ctx) {
+    return (ctx.rank() + 1) % ctx.size();
+}
+inline int left_of(const am::context& ctx) {
+    return (ctx.rank() + ctx.size() - 1) % ctx.size();
+}
+
+/// The tweak of the progress-thread variants.
+inline void progress_thread(am::config& cfg) {
+    cfg.progress_thread = true;
+}
+
+/// Rank code: polls until `pred()` holds; after `seconds` the job is aborted naming `what` (a
+/// blocked handler that never resumes would otherwise hang the test until CTest kills it).
+template <class Pred>
+void wait_until(am::context& ctx, Pred pred, const std::string& what, double seconds = 20) {
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(seconds));
+    ctx.wait([&] { return pred() || std::chrono::steady_clock::now() > until; });
+    if (!pred()) {
+        ADD_FAILURE() << "rank " << ctx.rank() << ": timed out waiting for " << what;
+        ctx.abort("am_oam_test: rank " + std::to_string(ctx.rank()) + " timed out waiting for " +
+                  what);
+    }
+}
+
+/// Rank code: waits until `n` optimistic handlers of this rank are blocked at once.
+inline void wait_blocked(am::context& ctx, std::uint64_t n, const std::string& what) {
+    wait_until(
+        ctx, [&] { return am::optimistic_stats(ctx).live >= n; },
+        std::to_string(n) + " blocked handlers (" + what + ")");
+}
+
+/// A count from the environment (set by CTest, smaller under sanitizers), else `fallback`.
+inline std::uint64_t env_count(const char* var, std::uint64_t fallback) {
+    const char* s = std::getenv(var);
+    if (s == nullptr || *s == '\0') return fallback;
+    const std::uint64_t v = std::strtoull(s, nullptr, 10);
+    return v == 0 ? fallback : v;
+}
+
+/// The optimistic-handler counters gained between two readings.
+struct stats_delta {
+    std::uint64_t handlers, blocked, resumes;
+};
+inline stats_delta gained(const am::oam_stats& before, const am::oam_stats& after) {
+    return {after.handlers - before.handlers, after.blocked - before.blocked,
+            after.resumes - before.resumes};
+}
+
+}  // namespace am_oam_test
