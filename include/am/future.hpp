@@ -158,6 +158,7 @@ class promise {
         if (this != &o) {
             abandon();
             _st = std::move(o._st);
+            _future_taken = o._future_taken;
         }
         return *this;
     }
@@ -218,6 +219,7 @@ class future {
     /// Waits, takes the value (or rethrows the exception) and leaves the future invalid.
     T get() {
         if (!_st) detail::future_invalid("am::future::get");
+        _st->wait("am::future::get");  // a refused wait (plain handler) leaves the future valid
         detail::state_ref<T> st = std::move(_st);
         st->take("am::future::get");
         if constexpr (!std::is_void_v<T>) return std::move(st->value());

@@ -138,6 +138,7 @@ class oam_sched final : public core::layer {
     void start_job(job* j);
     std::vector<std::unique_ptr<oam_fiber>> _fibers;
     std::atomic<std::uint64_t> _live{0};
+    std::atomic<std::uint64_t> _stacks{0};  // _fibers.size(), readable without the lock
     std::atomic<std::uint64_t> _handlers{0}, _blocked{0}, _resumes{0}, _peak{0};
 
     // RPC

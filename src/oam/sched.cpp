@@ -213,6 +213,7 @@ oam_fiber* oam_sched::take_fiber() {
     oam_fiber* p = f.get();
     util::maybe_lock g(_m, _locking);
     _fibers.push_back(std::move(f));
+    _stacks.fetch_add(1, std::memory_order_relaxed);
     return p;
 }
 
@@ -325,8 +326,7 @@ void oam_sched::start_job(job* j) {
     f->arg = j->arg;
     f->name = j->name;
     _handlers.store(_handlers.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    f->blocked_once = true;  // the pending count taken at spawn is given back when it finishes
-    _live.fetch_add(1, std::memory_order_relaxed);
+    core::add_pending(_ctx, -1);  // taken at spawn; from here on it counts as any handler
     resume(f);
 }
 
@@ -417,7 +417,7 @@ oam_stats oam_sched::stats() const {
     s.resumes = _resumes.load();
     s.live = _live.load();
     s.peak_live = _peak.load();
-    s.stacks = _fibers.size();
+    s.stacks = _stacks.load(std::memory_order_relaxed);
     s.stack_bytes = _stack_bytes;
     s.max_threads = _max_live;
     return s;

@@ -29,23 +29,34 @@ std::size_t page_size() noexcept {
 
 struct sigaction g_previous;  // the handler ours replaced (chained for other faults)
 
-void write_all(const char* p, std::size_t n) noexcept {
-    while (n > 0) {
-        const ssize_t w = ::write(2, p, n);
-        if (w <= 0) return;
-        p += w, n -= static_cast<std::size_t>(w);
+// The message is put together in one buffer and written with one write(2) (async-signal-safe),
+// so two ranks overflowing at once do not interleave mid-line.
+struct line {
+    char buf[1024];
+    std::size_t n = 0;
+    void add(const char* p, std::size_t len) noexcept {
+        while (len-- > 0 && n < sizeof buf) buf[n++] = *p++;
     }
-}
-
-void write_number(std::size_t v) noexcept {
-    char buf[24];
-    int i = sizeof buf;
-    do {
-        buf[--i] = static_cast<char>('0' + v % 10);
-        v /= 10;
-    } while (v != 0 && i > 0);
-    write_all(buf + i, sizeof buf - static_cast<std::size_t>(i));
-}
+    void add(const char* s) noexcept { add(s, std::strlen(s)); }
+    void add_number(std::size_t v) noexcept {
+        char d[24];
+        int i = sizeof d;
+        do {
+            d[--i] = static_cast<char>('0' + v % 10);
+            v /= 10;
+        } while (v != 0 && i > 0);
+        add(d + i, sizeof d - static_cast<std::size_t>(i));
+    }
+    void write() const noexcept {
+        const char* p = buf;
+        std::size_t left = n;
+        while (left > 0) {
+            const ssize_t w = ::write(2, p, left);
+            if (w <= 0) return;
+            p += w, left -= static_cast<std::size_t>(w);
+        }
+    }
+};
 
 void on_segv(int sig, siginfo_t* info, void* uctx) {
     const auto* addr = static_cast<const std::byte*>(info->si_addr);
@@ -53,17 +64,15 @@ void on_segv(int sig, siginfo_t* info, void* uctx) {
     const fiber_hook* h = t_fiber_hook;
     const auto* f = h != nullptr ? static_cast<const oam_fiber*>(h->arg) : nullptr;
     if (f != nullptr && addr >= f->stack.base && addr < f->stack.bottom()) {
-        const char head[] = "am: rank ";
-        write_all(head, sizeof head - 1);
-        write_number(static_cast<std::size_t>(f->rank));
-        const char mid[] = ": stack overflow in optimistic handler ";
-        write_all(mid, sizeof mid - 1);
-        write_all(f->name.data(), f->name.size());
-        const char tail[] = " (its stack holds ";
-        write_all(tail, sizeof tail - 1);
-        write_number(f->stack.usable);
-        const char end[] = " bytes; raise AM_OAM_STACK_BYTES / config::oam_stack_bytes)\n";
-        write_all(end, sizeof end - 1);
+        line l;
+        l.add("am: rank ");
+        l.add_number(static_cast<std::size_t>(f->rank));
+        l.add(": stack overflow in optimistic handler ");
+        l.add(f->name.data(), f->name.size());
+        l.add(" (its stack holds ");
+        l.add_number(f->stack.usable);
+        l.add(" bytes; raise AM_OAM_STACK_BYTES / config::oam_stack_bytes)\n");
+        l.write();
         std::signal(SIGSEGV, SIG_DFL);  // the fault repeats on return and ends the process
         return;
     }
