@@ -7,6 +7,7 @@
 #include <am/context.hpp>
 #include <am/error.hpp>
 #include <am/handler.hpp>
+#include <am/rpc.hpp>
 #include <am/stats.hpp>
 #include <am/typed.hpp>
 #include <am/window.hpp>
