@@ -51,23 +51,14 @@ struct remote<R(P...)> {
 
 namespace detail {
 
-template <class F>
-struct fn_traits : fn_traits<decltype(&std::remove_cvref_t<F>::operator())> {};
-template <class R, class... P>
-struct fn_traits<R (*)(P...)> {
-    using result = R;
+/// A remote function's parameters (handler.hpp's params_of) and its result.
+template <class F, class L = typename params_of<F>::type>
+struct fn_traits;
+template <class F, class... P>
+struct fn_traits<F, type_list<P...>> {
+    using result = std::invoke_result_t<std::remove_cvref_t<F>&, P...>;
     using params = type_list<P...>;
 };
-template <class R, class... P>
-struct fn_traits<R (*)(P...) noexcept> : fn_traits<R (*)(P...)> {};
-template <class R, class C, class... P>
-struct fn_traits<R (C::*)(P...)> : fn_traits<R (*)(P...)> {};
-template <class R, class C, class... P>
-struct fn_traits<R (C::*)(P...) const> : fn_traits<R (*)(P...)> {};
-template <class R, class C, class... P>
-struct fn_traits<R (C::*)(P...) noexcept> : fn_traits<R (*)(P...)> {};
-template <class R, class C, class... P>
-struct fn_traits<R (C::*)(P...) const noexcept> : fn_traits<R (*)(P...)> {};
 
 /// The parameters that travel: without a leading `am::context&`, decayed.
 template <class L>
