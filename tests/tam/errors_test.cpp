@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: MIT
+// Bad TAM programs (include/am/tam.hpp): each ends am::tam::run with an am::error whose what()
+// names the frame, its codeblock and the rank, and the job fails — the other ranks get
+// errc::aborted (tests/core/failure_test.cpp, tests/oam/errors_test.cpp): a message to a
+// released frame, a fork after release, a frame released twice, an I-structure element
+// written twice, an element read but never written (reported when the program has ended, not
+// a hang), inlet, thread and slot indices out of range, more than max_args arguments,
+// different programs on different ranks. And what an inlet may not do (send, call, release,
+// ...) is refused at the call, the program going on. Failing jobs are read from the test
+// process, so not on mpi (a failing job there is mpiexec's to report); the refusals run
+// everywhere.
+#include "tam/tam_support.hpp"
+
+#include <functional>
+
+namespace {
+
+using namespace am_tam_test;
+using am::tam::codeblock_def;
+using am::tam::program;
+
+class tam_errors : public tam_test {};
+class tam_refusals : public tam_test {};
+
+int last_rank(const frame& f) {
+    return f.ranks() - 1;
+}
+
+/// The rank of a failure_spec that means the last rank.
+constexpr int on_last = 1000;
+
+/// What a failing run must show: the error on rank `rank` (-1: any one rank; on_last: the last
+/// rank) containing every one of `parts` ("@last" in a part stands for the last rank's
+/// number); the other ranks aborted.
+struct failure_spec {
+    std::vector<std::string> parts;
+    int rank = -1;
+    bool every_rank = false;  // every rank reports it (run's checks before the program starts)
+};
+
+std::string expand(std::string s, int ranks) {
+    const std::string key = "@last";
+    for (std::size_t i = s.find(key); i != std::string::npos; i = s.find(key)) {
+        s.replace(i, key.size(), std::to_string(ranks - 1));
+    }
+    return s;
+}
+
+void expect_failed_run(const tam_test& t, const std::function<program(int rank)>& make,
+                       std::initializer_list<word> args, policy p, failure_spec spec) {
+    watchdog dog(::testing::UnitTest::GetInstance()->current_test_info()->name(), 20);
+    am_test::shared<error_board> b;
+    const std::vector<word> argv(args);
+    ::testing::internal::CaptureStderr();
+    const int rc = t.job([&](am::context& ctx) {
+        const program prog = make(ctx.rank());
+        b->record(ctx, [&] {
+            switch (argv.size()) {  // run takes an initializer_list
+                case 0:
+                    (void)am::tam::run(ctx, prog, 0, {}, opts(p));
+                    break;
+                case 1:
+                    (void)am::tam::run(ctx, prog, 0, {argv[0]}, opts(p));
+                    break;
+                default:
+                    (void)am::tam::run(ctx, prog, 0, {argv[0], argv[1], argv[2], argv[3], argv[4]},
+                                       opts(p));
+            }
+        });
+    });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    const int n = t.nranks();
+    EXPECT_NE(rc, 0) << "the job did not fail" << b->dump(n);
+    const std::vector<int> raisers = b->raisers(n);
+    if (spec.every_rank) {
+        EXPECT_EQ(static_cast<int>(raisers.size()), n) << b->dump(n);
+    } else {
+        ASSERT_EQ(raisers.size(), 1u)
+            << "one rank raises the error, the others are aborted" << b->dump(n);
+        if (spec.rank >= 0) {
+            EXPECT_EQ(raisers[0], spec.rank == on_last ? n - 1 : spec.rank) << b->dump(n);
+        }
+        for (int r = 0; r < n; ++r) {
+            if (r == raisers[0]) continue;
+            EXPECT_TRUE(b->thrown[r].load() &&
+                        b->code[r].load() == static_cast<int>(am::errc::aborted))
+                << "rank " << r << " was not aborted" << b->dump(n);
+        }
+    }
+    for (int r : raisers) {
+        const std::string what = b->what[r].str();
+        for (const std::string& part : spec.parts) {
+            const std::string want = expand(part, n);
+            EXPECT_TRUE(am_test::contains(what, want))
+                << "\"" << want << "\" not in rank " << r << "'s error: " << what;
+        }
+    }
+    EXPECT_FALSE(err.empty()) << "the failure was not reported on stderr";
+}
+
+/// A program whose root (rank 0) calls codeblock "victim" on the last rank with {root}; the
+/// victim's thread 0 runs `body`. The root's inlet 1 posts its thread 1 (`root_t1`).
+program with_victim(am::tam::thread_fn body, am::tam::thread_fn root_t1, unsigned victim_slots = 2,
+                    unsigned victim_threads = 2) {
+    program prog;
+    codeblock_def root;
+    root.name = "err_root";
+    root.slots = 2;
+    root.threads = {
+        {[](frame& f) { f.call(1, last_rank(f), 0, {f.self().as_word()}); }, 1, "t0"},
+        {root_t1, 1, "t1"},
+    };
+    root.inlets = {
+        [](frame& f, std::span<const word>) { f.post(0); },
+        [](frame& f, std::span<const word> a) {
+            f.slot(0) = a.empty() ? 0 : a[0];
+            f.post(1);
+        },
+    };
+    codeblock_def victim;
+    victim.name = "victim";
+    victim.slots = victim_slots;
+    victim.threads.push_back({body, 1, "body"});
+    for (unsigned i = 1; i < victim_threads; ++i) victim.threads.push_back({[](frame&) {}});
+    victim.inlets = {
+        [](frame& f, std::span<const word> a) {
+            f.slot(0) = a[0];
+            f.post(0);
+        },
+        [](frame&, std::span<const word>) {},
+    };
+    prog.add(std::move(root));
+    prog.add(std::move(victim));
+    return prog;
+}
+
+void nothing(frame&) {}
+
+// The victim says hello and releases its frame; the root then sends to its inlet 1.
+TAM_TEST_P(tam_errors, send_to_released_frame) {
+    expect_failed_run(t,
+                      [](int) {
+                          return with_victim(
+                              [](frame& f) {
+                                  f.send(frame_ref::from(f.slot(0)), 1, {f.self().as_word()});
+                                  f.release();
+                              },
+                              [](frame& f) { f.send(frame_ref::from(f.slot(0)), 1, {}); });
+                      },
+                      {}, p, {{"released", "victim", "rank @last"}});
+}
+
+TAM_TEST_P(tam_errors, fork_after_release) {
+    expect_failed_run(t,
+                      [](int) {
+                          return with_victim(
+                              [](frame& f) {
+                                  f.release();
+                                  f.fork(1);
+                              },
+                              nothing);
+                      },
+                      {}, p, {{"released", "victim", "rank @last"}, on_last});
+}
+
+TAM_TEST_P(tam_errors, release_twice) {
+    expect_failed_run(t,
+                      [](int) {
+                          return with_victim(
+                              [](frame& f) {
+                                  f.release();
+                                  f.release();
+                              },
+                              nothing);
+                      },
+                      {}, p, {{"released", "victim", "rank @last"}, on_last});
+}
+
+TAM_TEST_P(tam_errors, thread_index_out_of_range) {
+    expect_failed_run(t, [](int) { return with_victim([](frame& f) { f.fork(9); }, nothing); }, {},
+                      p, {{"thread 9", "victim", "rank @last"}, on_last});
+}
+
+TAM_TEST_P(tam_errors, slot_out_of_range) {
+    expect_failed_run(t, [](int) { return with_victim([](frame& f) { f.slot(2) = 1; }, nothing); },
+                      {}, p, {{"slot 2", "victim", "rank @last"}, on_last});
+}
+
+// The victim sends to inlet 5 of the root (2 inlets), on rank 0.
+TAM_TEST_P(tam_errors, inlet_index_out_of_range) {
+    expect_failed_run(t,
+                      [](int) {
+                          return with_victim(
+                              [](frame& f) { f.send(frame_ref::from(f.slot(0)), 5, {}); }, nothing);
+                      },
+                      {}, p, {{"inlet 5", "err_root"}});
+}
+
+TAM_TEST_P(tam_errors, too_many_args_in_send) {
+    expect_failed_run(t,
+                      [](int) {
+                          return with_victim(
+                              [](frame& f) {
+                                  f.send(frame_ref::from(f.slot(0)), 1, {1, 2, 3, 4, 5});
+                              },
+                              nothing);
+                      },
+                      {}, p, {{"max_args", "victim", "rank @last"}, on_last});
+}
+
+TAM_TEST_P(tam_errors, too_many_args_in_call) {
+    expect_failed_run(
+        t,
+        [](int) {
+            return with_victim([](frame& f) { f.call(0, 0, 0, {1, 2, 3, 4, 5}); }, nothing);
+        },
+        {}, p, {{"max_args", "victim", "rank @last"}, on_last});
+}
+
+TAM_TEST_P(tam_errors, too_many_args_in_run) {
+    expect_failed_run(t, [](int) { return with_victim(nothing, nothing); }, {1, 2, 3, 4, 5}, p,
+                      {{"max_args"}, -1, true});
+}
+
+// Root (rank 0) allocates an I-structure; the victim on the last rank writes element 0 twice
+// (the second store is caught where the element lives: rank 0).
+TAM_TEST_P(tam_errors, element_written_twice) {
+    expect_failed_run(t,
+                      [](int) {
+                          program prog;
+                          codeblock_def root;
+                          root.name = "err_root";
+                          root.slots = 1;
+                          root.threads = {{[](frame& f) {
+                              f.call(1, last_rank(f), 0, {f.ialloc(3).as_word()});
+                          }}};
+                          root.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
+                          codeblock_def writer;
+                          writer.name = "writer";
+                          writer.slots = 1;
+                          writer.threads = {{[](frame& f) {
+                              f.istore(istruct_ref::from(f.slot(0)), 2, 1);
+                              f.istore(istruct_ref::from(f.slot(0)), 2, 2);
+                          }}};
+                          writer.inlets = {[](frame& f, std::span<const word> a) {
+                              f.slot(0) = a[0];
+                              f.post(0);
+                          }};
+                          prog.add(std::move(root));
+                          prog.add(std::move(writer));
+                          return prog;
+                      },
+                      {}, p, {{"element 2", "twice"}, 0});
+}
+
+TAM_TEST_P(tam_errors, element_out_of_range) {
+    expect_failed_run(t,
+                      [](int) {
+                          program prog;
+                          codeblock_def root;
+                          root.name = "err_root";
+                          root.slots = 1;
+                          root.threads = {{[](frame& f) { f.istore(f.ialloc(3), 3, 1); }}};
+                          root.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
+                          prog.add(std::move(root));
+                          return prog;
+                      },
+                      {}, p, {{"element 3", "err_root", "rank 0"}, 0});
+}
+
+// The reader ("reader", on the last rank) fetches element 1 of the root's structure (rank 0),
+// which nobody writes: when the program has ended, run reports the element and the reader.
+TAM_TEST_P(tam_errors, element_never_written) {
+    expect_failed_run(t,
+                      [](int) {
+                          program prog;
+                          codeblock_def root;
+                          root.name = "err_root";
+                          root.slots = 1;
+                          root.threads = {{[](frame& f) {
+                              const istruct_ref a = f.ialloc(2);
+                              f.istore(a, 0, 1);
+                              f.call(1, last_rank(f), 0, {a.as_word()});
+                          }}};
+                          root.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
+                          codeblock_def reader;
+                          reader.name = "reader";
+                          reader.slots = 1;
+                          reader.threads = {
+                              {[](frame& f) { f.ifetch(istruct_ref::from(f.slot(0)), 1, 1); }},
+                              {[](frame&) {}}};
+                          reader.inlets = {[](frame& f, std::span<const word> a) {
+                                               f.slot(0) = a[0];
+                                               f.post(0);
+                                           },
+                                           [](frame& f, std::span<const word>) { f.post(1); }};
+                          prog.add(std::move(root));
+                          prog.add(std::move(reader));
+                          return prog;
+                      },
+                      {}, p, {{"element 1", "reader", "rank @last"}});
+}
+
+// Rank 0's program has one codeblock more than the others', or a different name: run refuses
+// on every rank before anything runs.
+TAM_TEST_P(tam_errors, different_programs) {
+    if (t.nranks() < 2) GTEST_SKIP() << "needs two ranks";
+    expect_failed_run(t,
+                      [](int rank) {
+                          program prog = with_victim(nothing, nothing);
+                          codeblock_def extra;
+                          extra.name = rank == 0 ? "only_on_rank0" : "elsewhere";
+                          extra.inlets = {[](frame&, std::span<const word>) {}};
+                          prog.add(std::move(extra));
+                          return prog;
+                      },
+                      {}, p, {{"only_on_rank0"}, -1, true});
+}
+
+AM_INSTANTIATE(tam_errors, am_test::without_mpi(tam_params()));
+
+// ----------------------------------------------------------------------- refusals (no fail)
+// Inlet 0 tries each thing an inlet may not do; each must throw am::error at once and leave
+// the frame usable. The inlet counts the refusals in slot 0 and posts the thread, which
+// finishes with the count. Thread 1 also checks that finish is refused a second time.
+TAM_TEST_P(tam_refusals, inlet_may_not) {
+    ASSERT_EQ(t.job([p](am::context& ctx) {
+        program prog;
+        codeblock_def cb;
+        cb.name = "inlet_refusals";
+        cb.slots = 2;
+        cb.threads = {{[](frame& f) { f.finish(f.slot(0)); }}};
+        cb.inlets = {[](frame& f, std::span<const word>) {
+            word refused = 0;
+            auto refuse = [&](auto&& call) {
+                try {
+                    call();
+                } catch (const am::error&) {
+                    ++refused;
+                }
+            };
+            refuse([&] { f.send(f.self(), 0, {}); });
+            refuse([&] { f.call(0, 0, 0, {}); });
+            refuse([&] { f.release(); });
+            refuse([&] { (void)f.ialloc(1); });
+            refuse([&] { f.finish(7); });
+            f.slot(0) = refused;
+            f.post(0);
+        }};
+        prog.add(std::move(cb));
+        const am::tam::result res = am::tam::run(ctx, prog, 0, {}, opts(p));
+        EXPECT_TRUE(res.finished);
+        EXPECT_EQ(res.value, 5u) << "refusals counted by the inlet";
+        EXPECT_EQ(res.total.frames, 1u) << "a refused call allocated a frame";
+        EXPECT_EQ(res.total.released, 0u) << "a refused release released the frame";
+        EXPECT_EQ(res.total.inlets, 1u) << "a refused send was delivered";
+    }),
+              0);
+}
+
+// ifetch and istore from an inlet are refused too (the structure comes from a thread).
+TAM_TEST_P(tam_refusals, inlet_may_not_touch_istructures) {
+    ASSERT_EQ(t.job([p](am::context& ctx) {
+        program prog;
+        codeblock_def cb;
+        cb.name = "inlet_ist_refusals";
+        cb.slots = 2;
+        cb.threads = {
+            {[](frame& f) {
+                f.slot(1) = f.ialloc(1).as_word();
+                f.send(f.self(), 1, {});
+            }},
+            {[](frame& f) { f.finish(f.slot(0)); }},
+        };
+        cb.inlets = {
+            [](frame& f, std::span<const word>) { f.post(0); },
+            [](frame& f, std::span<const word>) {
+                word refused = 0;
+                const istruct_ref a = istruct_ref::from(f.slot(1));
+                try {
+                    f.ifetch(a, 0, 1);
+                } catch (const am::error&) {
+                    ++refused;
+                }
+                try {
+                    f.istore(a, 0, 1);
+                } catch (const am::error&) {
+                    ++refused;
+                }
+                f.slot(0) = refused;
+                f.post(1);
+            },
+        };
+        prog.add(std::move(cb));
+        const am::tam::result res = am::tam::run(ctx, prog, 0, {}, opts(p));
+        EXPECT_TRUE(res.finished);
+        EXPECT_EQ(res.value, 2u);
+        EXPECT_EQ(res.total.stores, 0u);
+        EXPECT_EQ(res.total.fetches, 0u);
+    }),
+              0);
+}
+
+AM_INSTANTIATE(tam_refusals, tam_params());
+
+}  // namespace

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+// Test support for the TAM layer (include/am/tam.hpp): a fixture whose tests run once per
+// dispatch policy (TAM_TEST_P defines <name>_am and <name>_md), a board in shared memory that
+// collects what am::tam::run threw on each rank, a watchdog that ends a hanging test with a
+// message, and rank-local tallies the test programs keep to check run's stats against.
+#pragma once
+
+#include "support/expect.hpp"
+
+#include <am/tam.hpp>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace am_tam_test {
+
+using am::tam::frame;
+using am::tam::frame_ref;
+using am::tam::istruct_ref;
+using am::tam::policy;
+using am::tam::word;
+
+/// Fixture of the TAM tests (the transport and rank count are the parameter).
+class tam_test : public am_test::spmd_test {
+  public:
+    int job(const am_test::rank_fn& fn) const { return spmd(GetParam(), fn); }
+    [[nodiscard]] int nranks() const { return GetParam().ranks; }
+    [[nodiscard]] bool on_mpi() const { return am_test::is_mpi(GetParam().transport); }
+    [[nodiscard]] std::vector<int> seen_ranks() const { return visible_ranks(); }
+};
+
+/// Defines a test body `void <fixture>_<name>(const <fixture>& t, policy p)` and two tests,
+/// <name>_am (active_messages) and <name>_md (message_driven), that run it.
+#define TAM_TEST_P(fixture, name)                                    \
+    void fixture##_##name(const fixture& t, ::am::tam::policy p);    \
+    TEST_P(fixture, name##_am) {                                     \
+        fixture##_##name(*this, ::am::tam::policy::active_messages); \
+    }                                                                \
+    TEST_P(fixture, name##_md) {                                     \
+        fixture##_##name(*this, ::am::tam::policy::message_driven);  \
+    }                                                                \
+    void fixture##_##name([[maybe_unused]] const fixture& t, [[maybe_unused]] ::am::tam::policy p)
+
+inline am::tam::options opts(policy p) {
+    am::tam::options o;
+    o.dispatch = p;
+    return o;
+}
+
+/// The rank counts and transports of the TAM semantic tests: 1, 2 and 4 ranks on threads and
+/// shm; with MPI, mpi at 2 and 4 and mixed at 4.
+inline std::vector<am_test::spmd_param> tam_params() {
+    return am_test::make_params({1, 2, 4}, {1, 2, 4});
+}
+inline std::vector<am_test::spmd_param> tam_multi_params() {
+    return am_test::make_params({2, 4}, {2, 4});
+}
+inline std::vector<am_test::spmd_param> one_rank_params() {
+    return am_test::make_params({1}, {1});
+}
+
+/// What this rank's TAM threads and inlets did, counted by the test programs themselves (TAM
+/// code runs on the rank's own thread, so a thread_local is the rank's).
+struct tally {
+    std::uint64_t threads = 0, inlets = 0, frames = 0, released = 0;
+};
+inline tally& my_tally() {
+    static thread_local tally t;
+    return t;
+}
+
+/// A trace of events on this rank (1-rank order tests).
+inline std::vector<int>& trace() {
+    static thread_local std::vector<int> t;
+    return t;
+}
+
+/// Ends the process with a message if the test has not finished after `seconds` (a TAM run
+/// that never ends would otherwise wait for CTest's timeout without saying what hung).
+class watchdog {
+  public:
+    watchdog(std::string what, double seconds) : _what(std::move(what)) {
+        _thread = std::thread([this, seconds] {
+            std::unique_lock<std::mutex> lk(_m);
+            if (!_cv.wait_for(lk, std::chrono::duration<double>(seconds),
+                              [this] { return _done; })) {
+                std::fprintf(stderr, "am_tam_test: TIMEOUT after %.0f s: %s\n", seconds,
+                             _what.c_str());
+                std::fflush(stderr);
+                _exit(124);
+            }
+        });
+    }
+    ~watchdog() {
+        {
+            std::lock_guard<std::mutex> lk(_m);
+            _done = true;
+        }
+        _cv.notify_all();
+        _thread.join();
+    }
+    watchdog(const watchdog&) = delete;
+    watchdog& operator=(const watchdog&) = delete;
+
+  private:
+    std::string _what;
+    std::mutex _m;
+    std::condition_variable _cv;
+    bool _done = false;
+    std::thread _thread;
+};
+
+/// What am::tam::run threw on each rank of a failing job (read by the test process).
+struct error_board {
+    static constexpr int max_ranks = 8;
+    std::atomic<int> thrown[max_ranks] = {};  // 1: run threw am::error on that rank
+    std::atomic<int> code[max_ranks] = {};
+    std::atomic<int> returned[max_ranks] = {};  // 1: run returned normally
+    am_test::fixed_string<1024> what[max_ranks];
+
+    /// Rank code: runs `f` (which calls am::tam::run), recording what it threw; rethrows.
+    template <class F>
+    void record(am::context& ctx, F&& f) {
+        const int r = ctx.rank();
+        try {
+            f();
+            returned[r] = 1;
+        } catch (const am::error& e) {
+            code[r] = static_cast<int>(e.code());
+            what[r].set(e.what());
+            thrown[r] = 1;
+            throw;
+        }
+    }
+    /// Ranks that threw something other than errc::aborted.
+    [[nodiscard]] std::vector<int> raisers(int ranks) const {
+        std::vector<int> v;
+        for (int r = 0; r < ranks; ++r) {
+            if (thrown[r].load() && code[r].load() != static_cast<int>(am::errc::aborted)) {
+                v.push_back(r);
+            }
+        }
+        return v;
+    }
+    [[nodiscard]] std::string dump(int ranks) const {
+        std::string s;
+        for (int r = 0; r < ranks; ++r) {
+            s += "\n  rank " + std::to_string(r) + ": ";
+            if (thrown[r].load()) {
+                s += "code " + std::to_string(code[r].load()) + ": " + what[r].str();
+            } else {
+                s += returned[r].load() ? "returned" : "nothing recorded";
+            }
+        }
+        return s;
+    }
+};
+
+}  // namespace am_tam_test
