@@ -18,7 +18,7 @@ void check_app(const tam_test& t, const char* name, policy p) {
     const tam_apps::app& a = tam_apps::find(name);
     const word expected = a.reference(a.paper_arg);
     watchdog dog(std::string("tam app ") + name, 60);
-    ASSERT_EQ(t.job([&](am::context& ctx) {
+    const int rc = t.job([&](am::context& ctx) {
         const am::tam::result res = a.run(ctx, a.paper_arg, opts(p));
         EXPECT_TRUE(res.finished) << name << " rank " << ctx.rank();
         EXPECT_EQ(res.value, expected) << name << "(" << a.paper_arg << ") rank " << ctx.rank();
@@ -28,8 +28,8 @@ void check_app(const tam_test& t, const char* name, policy p) {
         if (ctx.size() > 1) {
             EXPECT_GT(res.total.remote_messages, 0u) << name << " ran on one rank only";
         }
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 #define TAM_APP_TEST(app)                                \

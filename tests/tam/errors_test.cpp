@@ -35,7 +35,9 @@ constexpr int on_last = 1000;
 struct failure_spec {
     std::vector<std::string> parts;
     int rank = -1;
-    bool every_rank = false;  // every rank reports it (run's checks before the program starts)
+    /// Every rank's run throws (any error: run's collective checks, before the program starts
+    /// or when it has ended, fail on every rank); the parts are checked on `rank` (-1: on all).
+    bool every_rank = false;
 };
 
 std::string expand(std::string s, int ranks) {
@@ -72,13 +74,19 @@ void expect_failed_run(const tam_test& t, const std::function<program(int rank)>
     const int n = t.nranks();
     EXPECT_NE(rc, 0) << "the job did not fail" << b->dump(n);
     const std::vector<int> raisers = b->raisers(n);
+    const int check_rank = spec.rank == on_last ? n - 1 : spec.rank;
     if (spec.every_rank) {
-        EXPECT_EQ(static_cast<int>(raisers.size()), n) << b->dump(n);
+        for (int r = 0; r < n; ++r) EXPECT_TRUE(b->thrown[r].load()) << "rank " << r << b->dump(n);
+        if (check_rank >= 0) {
+            EXPECT_TRUE(b->thrown[check_rank].load() &&
+                        b->code[check_rank].load() != static_cast<int>(am::errc::aborted))
+                << b->dump(n);
+        }
     } else {
         ASSERT_EQ(raisers.size(), 1u)
             << "one rank raises the error, the others are aborted" << b->dump(n);
-        if (spec.rank >= 0) {
-            EXPECT_EQ(raisers[0], spec.rank == on_last ? n - 1 : spec.rank) << b->dump(n);
+        if (check_rank >= 0) {
+            EXPECT_EQ(raisers[0], check_rank) << b->dump(n);
         }
         for (int r = 0; r < n; ++r) {
             if (r == raisers[0]) continue;
@@ -88,6 +96,7 @@ void expect_failed_run(const tam_test& t, const std::function<program(int rank)>
         }
     }
     for (int r : raisers) {
+        if (spec.every_rank && check_rank >= 0 && r != check_rank) continue;
         const std::string what = b->what[r].str();
         for (const std::string& part : spec.parts) {
             const std::string want = expand(part, n);
@@ -205,7 +214,7 @@ TAM_TEST_P(tam_errors, too_many_args_in_send) {
                               },
                               nothing);
                       },
-                      {}, p, {{"max_args", "victim", "rank @last"}, on_last});
+                      {}, p, {{"at most 4", "victim", "rank @last"}, on_last});
 }
 
 TAM_TEST_P(tam_errors, too_many_args_in_call) {
@@ -214,12 +223,12 @@ TAM_TEST_P(tam_errors, too_many_args_in_call) {
         [](int) {
             return with_victim([](frame& f) { f.call(0, 0, 0, {1, 2, 3, 4, 5}); }, nothing);
         },
-        {}, p, {{"max_args", "victim", "rank @last"}, on_last});
+        {}, p, {{"at most 4", "victim", "rank @last"}, on_last});
 }
 
 TAM_TEST_P(tam_errors, too_many_args_in_run) {
     expect_failed_run(t, [](int) { return with_victim(nothing, nothing); }, {1, 2, 3, 4, 5}, p,
-                      {{"max_args"}, -1, true});
+                      {{"am::tam::run", "at most 4"}, -1, true});
 }
 
 // Root (rank 0) allocates an I-structure; the victim on the last rank writes element 0 twice
@@ -250,7 +259,7 @@ TAM_TEST_P(tam_errors, element_written_twice) {
                           prog.add(std::move(writer));
                           return prog;
                       },
-                      {}, p, {{"element 2", "twice"}, 0});
+                      {}, p, {{"element 2", "written twice", "writer", "rank @last"}, 0});
 }
 
 TAM_TEST_P(tam_errors, element_out_of_range) {
@@ -271,38 +280,38 @@ TAM_TEST_P(tam_errors, element_out_of_range) {
 // The reader ("reader", on the last rank) fetches element 1 of the root's structure (rank 0),
 // which nobody writes: when the program has ended, run reports the element and the reader.
 TAM_TEST_P(tam_errors, element_never_written) {
-    expect_failed_run(t,
-                      [](int) {
-                          program prog;
-                          codeblock_def root;
-                          root.name = "err_root";
-                          root.slots = 1;
-                          root.threads = {{[](frame& f) {
-                              const istruct_ref a = f.ialloc(2);
-                              f.istore(a, 0, 1);
-                              f.call(1, last_rank(f), 0, {a.as_word()});
-                          }}};
-                          root.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
-                          codeblock_def reader;
-                          reader.name = "reader";
-                          reader.slots = 1;
-                          reader.threads = {
-                              {[](frame& f) { f.ifetch(istruct_ref::from(f.slot(0)), 1, 1); }},
+    expect_failed_run(
+        t,
+        [](int) {
+            program prog;
+            codeblock_def root;
+            root.name = "err_root";
+            root.slots = 1;
+            root.threads = {{[](frame& f) {
+                const istruct_ref a = f.ialloc(2);
+                f.istore(a, 0, 1);
+                f.call(1, last_rank(f), 0, {a.as_word()});
+            }}};
+            root.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
+            codeblock_def reader;
+            reader.name = "reader";
+            reader.slots = 1;
+            reader.threads = {{[](frame& f) { f.ifetch(istruct_ref::from(f.slot(0)), 1, 1); }},
                               {[](frame&) {}}};
-                          reader.inlets = {[](frame& f, std::span<const word> a) {
-                                               f.slot(0) = a[0];
-                                               f.post(0);
-                                           },
-                                           [](frame& f, std::span<const word>) { f.post(1); }};
-                          prog.add(std::move(root));
-                          prog.add(std::move(reader));
-                          return prog;
-                      },
-                      {}, p, {{"element 1", "reader", "rank @last"}});
+            reader.inlets = {[](frame& f, std::span<const word> a) {
+                                 f.slot(0) = a[0];
+                                 f.post(0);
+                             },
+                             [](frame& f, std::span<const word>) { f.post(1); }};
+            prog.add(std::move(root));
+            prog.add(std::move(reader));
+            return prog;
+        },
+        {}, p, {{"never", "element 1", "read by frame", "reader", "rank @last"}, 0, true});
 }
 
-// Rank 0's program has one codeblock more than the others', or a different name: run refuses
-// on every rank before anything runs.
+// Rank 0's program has a codeblock of another name than the others': run refuses on every rank
+// before anything runs.
 TAM_TEST_P(tam_errors, different_programs) {
     if (t.nranks() < 2) GTEST_SKIP() << "needs two ranks";
     expect_failed_run(t,
@@ -314,7 +323,21 @@ TAM_TEST_P(tam_errors, different_programs) {
                           prog.add(std::move(extra));
                           return prog;
                       },
-                      {}, p, {{"only_on_rank0"}, -1, true});
+                      {}, p, {{"am::tam::run", "different programs"}, -1, true});
+}
+
+// finish twice (by two threads): every rank's run reports it when the program has ended.
+TAM_TEST_P(tam_errors, finish_twice) {
+    expect_failed_run(t,
+                      [](int) {
+                          return with_victim(
+                              [](frame& f) {
+                                  f.send(frame_ref::from(f.slot(0)), 1, {});
+                                  f.finish(1);
+                              },
+                              [](frame& f) { f.finish(2); });
+                      },
+                      {}, p, {{"finish", "2 times"}, -1, true});
 }
 
 AM_INSTANTIATE(tam_errors, am_test::without_mpi(tam_params()));
@@ -324,7 +347,7 @@ AM_INSTANTIATE(tam_errors, am_test::without_mpi(tam_params()));
 // the frame usable. The inlet counts the refusals in slot 0 and posts the thread, which
 // finishes with the count. Thread 1 also checks that finish is refused a second time.
 TAM_TEST_P(tam_refusals, inlet_may_not) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         program prog;
         codeblock_def cb;
         cb.name = "inlet_refusals";
@@ -354,13 +377,13 @@ TAM_TEST_P(tam_refusals, inlet_may_not) {
         EXPECT_EQ(res.total.frames, 1u) << "a refused call allocated a frame";
         EXPECT_EQ(res.total.released, 0u) << "a refused release released the frame";
         EXPECT_EQ(res.total.inlets, 1u) << "a refused send was delivered";
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 // ifetch and istore from an inlet are refused too (the structure comes from a thread).
 TAM_TEST_P(tam_refusals, inlet_may_not_touch_istructures) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         program prog;
         codeblock_def cb;
         cb.name = "inlet_ist_refusals";
@@ -397,8 +420,39 @@ TAM_TEST_P(tam_refusals, inlet_may_not_touch_istructures) {
         EXPECT_EQ(res.value, 2u);
         EXPECT_EQ(res.total.stores, 0u);
         EXPECT_EQ(res.total.fetches, 0u);
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
+}
+
+// run's own checks, on every rank before the program starts: options::poll_every 0, a root
+// codeblock out of range, a root without inlet 0. Each throws errc::invalid_argument on every
+// rank, and the next run works.
+TAM_TEST_P(tam_refusals, run_refuses_bad_setup) {
+    const int rc = t.job([p](am::context& ctx) {
+        program prog;
+        codeblock_def no_inlet;
+        no_inlet.name = "no_inlet";
+        no_inlet.threads = {{[](frame&) {}}};
+        prog.add(std::move(no_inlet));
+        codeblock_def ok;
+        ok.name = "ok_root";
+        ok.threads = {{[](frame& f) { f.finish(9); }}};
+        ok.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
+        prog.add(std::move(ok));
+        am::tam::options zero = opts(p);
+        zero.poll_every = 0;
+        am_test::expect_error([&] { (void)am::tam::run(ctx, prog, 1, {}, zero); },
+                              am::errc::invalid_argument, {"am::tam::run", "poll_every"});
+        am_test::expect_error([&] { (void)am::tam::run(ctx, prog, 7, {}, opts(p)); },
+                              am::errc::invalid_argument, {"am::tam::run", "root codeblock 7"});
+        am_test::expect_error([&] { (void)am::tam::run(ctx, prog, 0, {}, opts(p)); },
+                              am::errc::invalid_argument, {"am::tam::run", "no_inlet"});
+        const am::tam::result res = am::tam::run(ctx, prog, 1, {}, opts(p));
+        EXPECT_TRUE(res.finished);
+        EXPECT_EQ(res.value, 9u);
+        EXPECT_EQ(res.total.threads, 1u);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(tam_refusals, tam_params());

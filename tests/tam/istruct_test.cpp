@@ -18,7 +18,7 @@ class tam_istruct : public tam_test {};
 // deferred reader gets 42). The reply inlet files each value by its tag; "done" (entry 2)
 // finishes with both.
 TAM_TEST_P(tam_istruct, fetch_before_and_after_store) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         program prog;
         codeblock_def cb;
         cb.name = "ist_local";
@@ -53,14 +53,14 @@ TAM_TEST_P(tam_istruct, fetch_before_and_after_store) {
         EXPECT_EQ(res.total.deferred, 1u) << "only the fetch before the store waits";
         EXPECT_EQ(res.total.stores, 2u);
         EXPECT_EQ(res.total.inlets, 3u);  // start and two replies
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 // 16 fetches of one empty element, then its store: every reader gets the value once (each
 // reply adds value * (tag + 1) and posts "done", entry 16).
 TAM_TEST_P(tam_istruct, many_deferred_readers) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         program prog;
         codeblock_def cb;
         cb.name = "ist_many";
@@ -92,8 +92,8 @@ TAM_TEST_P(tam_istruct, many_deferred_readers) {
         EXPECT_EQ(res.total.fetches, 16u);
         EXPECT_EQ(res.total.deferred, 16u);
         EXPECT_EQ(res.total.stores, 1u);
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 // Across ranks. The root (rank 0) allocates A (one element per rank) and calls a worker on
@@ -141,8 +141,8 @@ program make() {
                  f.ifetch(istruct_ref::from(f.slot(b_slot + r)), 0, 3, r);
              }
          },
-         1, "fetch_b"},
-        {[](frame& f) { f.finish(f.slot(1)); }, 1, "done"},
+         runtime_count, "fetch_b"},
+        {[](frame& f) { f.finish(f.slot(1)); }, runtime_count, "done"},
     };
     root.inlets = {
         [](frame& f, std::span<const word>) {
@@ -203,7 +203,7 @@ program make() {
 }  // namespace remote
 
 TAM_TEST_P(tam_istruct, remote_fetch_store_and_published_structures) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         const am::tam::result res = am::tam::run(ctx, remote::make(), 0, {}, opts(p));
         const word n = static_cast<word>(ctx.size());
         EXPECT_TRUE(res.finished) << "rank " << ctx.rank();
@@ -218,15 +218,15 @@ TAM_TEST_P(tam_istruct, remote_fetch_store_and_published_structures) {
         if (ctx.size() > 1) {
             EXPECT_GT(res.total.remote_messages, 0u);
         }
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 // Deferred readers on every rank of an element stored last: each worker fetches the root's
 // element 0, which the root stores only after every worker has said it has asked (the
 // fetches are on their way or served, so most are deferred).
 TAM_TEST_P(tam_istruct, remote_deferred_readers) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         program prog;
         codeblock_def root;
         root.name = "ist_wait_root";
@@ -241,8 +241,9 @@ TAM_TEST_P(tam_istruct, remote_deferred_readers) {
                     f.call(1, r, 0, {f.self().as_word(), a.as_word()});
                 }
             }},
-            {[](frame& f) { f.istore(istruct_ref::from(f.slot(0)), 0, 11); }, 1, "store"},
-            {[](frame& f) { f.finish(f.slot(1)); }, 1, "done"},
+            {[](frame& f) { f.istore(istruct_ref::from(f.slot(0)), 0, 11); }, runtime_count,
+             "store"},
+            {[](frame& f) { f.finish(f.slot(1)); }, runtime_count, "done"},
         };
         root.inlets = {
             [](frame& f, std::span<const word>) {
@@ -291,8 +292,8 @@ TAM_TEST_P(tam_istruct, remote_deferred_readers) {
         if (ctx.size() == 1) {
             EXPECT_EQ(res.total.deferred, 1u);
         }
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(tam_istruct, tam_params());

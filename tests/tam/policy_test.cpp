@@ -75,7 +75,7 @@ program one_frame_program() {
 }
 
 TAM_TEST_P(tam_policy, two_inlets_one_frame) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         const am::tam::result res = am::tam::run(ctx, one_frame_program(), 0, {}, opts(p));
         EXPECT_TRUE(res.finished);
         const word expected = p == policy::active_messages ? 0x125346 : 0x123456;
@@ -83,8 +83,8 @@ TAM_TEST_P(tam_policy, two_inlets_one_frame) {
             << std::hex << "order 0x" << res.value << " (t0 1, A 2, T1 3, T2 4, B 5, T3 6)";
         EXPECT_EQ(res.total.threads, 4u);
         EXPECT_EQ(res.total.inlets, 3u);
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 // ------------------------------------------------------------------ two frames, Fig. 1
@@ -95,6 +95,9 @@ TAM_TEST_P(tam_policy, two_inlets_one_frame) {
 //   active_messages: the three inlets, then frame 1's threads, then frame 2's (frame 1 was
 //   made ready first): 10 1 2 3 4 5 6 7.
 //   message_driven: each message with the threads it posts: 10 1 4 5 2 7 3 6.
+// Quanta (runs of threads of one frame without a switch of frame): t0 (frame 1), hello
+// (frame 2), burst (frame 1), then under AM TA TA2 TC still in frame 1 and UB (frame 2): 4;
+// under MD TA TA2 (frame 1, still burst's quantum), UB (frame 2), TC (frame 1): 5.
 namespace two {
 
 enum : am::tam::thread_id { r_t0, r_burst, r_ta, r_ta2, r_tc };
@@ -171,7 +174,7 @@ program make() {
 }  // namespace two
 
 TAM_TEST_P(tam_policy, three_messages_two_frames) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         trace().clear();
         const am::tam::result res = am::tam::run(ctx, two::make(), 0, {}, opts(p));
         EXPECT_FALSE(res.finished);
@@ -180,9 +183,92 @@ TAM_TEST_P(tam_policy, three_messages_two_frames) {
                                               : std::vector<int>{10, 1, 4, 5, 2, 7, 3, 6};
         EXPECT_EQ(trace(), expected);
         EXPECT_EQ(res.total.threads, 7u);  // t0, hello, burst, TA, TA2, TC, UB
+        EXPECT_EQ(res.total.quanta, p == policy::active_messages ? 4u : 5u);
         EXPECT_EQ(res.total.frames, 2u);
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
+}
+
+// ------------------------------------------------------------------------- quanta and TPQ
+// As above, but burst sends k = 4 messages to each frame, alternating (frame 1, frame 2, ...);
+// each posts one "work" thread of its frame. Threads: t0, hello, burst and 2k work = 11.
+//   active_messages: t0 | hello | burst, then all 8 inlets at the poll point, then frame 1's
+//   4 work threads (frame 1 is still active: burst's quantum goes on) | frame 2's 4: 4 quanta.
+//   message_driven: t0 | hello | burst, work1 (same frame) | work2 | work1 | work2 | work1 |
+//   work2 | work1 | work2: 10 quanta.
+namespace tpq {
+
+constexpr int k = 4;
+enum : am::tam::thread_id { r_t0, r_burst, r_work };
+
+program make() {
+    program prog;
+    codeblock_def root;
+    root.name = "tpq_frame1";
+    root.slots = 1;
+    root.threads = {
+        {[](frame& f) { f.call(1, f.rank(), 0, {f.self().as_word()}); }, 1, "t0"},
+        {[](frame& f) {
+             const frame_ref child = frame_ref::from(f.slot(0));
+             for (int i = 0; i < k; ++i) {
+                 f.send(f.self(), 2, {});
+                 f.send(child, 1, {});
+             }
+         },
+         1, "burst"},
+        {[](frame&) {}, 1, "work1"},
+    };
+    root.inlets = {
+        [](frame& f, std::span<const word>) { f.post(r_t0); },
+        [](frame& f, std::span<const word> a) {
+            f.slot(0) = a[0];
+            f.post(r_burst);
+        },
+        [](frame& f, std::span<const word>) { f.post(r_work); },
+    };
+    codeblock_def child;
+    child.name = "tpq_frame2";
+    child.slots = 1;
+    child.threads = {
+        {[](frame& f) { f.send(frame_ref::from(f.slot(0)), 1, {f.self().as_word()}); }, 1, "hello"},
+        {[](frame&) {}, 1, "work2"},
+    };
+    child.inlets = {
+        [](frame& f, std::span<const word> a) {
+            f.slot(0) = a[0];
+            f.post(0);
+        },
+        [](frame& f, std::span<const word>) { f.post(1); },
+    };
+    prog.add(std::move(root));
+    prog.add(std::move(child));
+    return prog;
+}
+
+}  // namespace tpq
+
+TAM_TEST_P(tam_policy, quanta_and_tpq) {
+    const int rc = t.job([p](am::context& ctx) {
+        const am::tam::result res = am::tam::run(ctx, tpq::make(), 0, {}, opts(p));
+        const bool am_policy = p == policy::active_messages;
+        EXPECT_EQ(res.total.threads, 3u + 2 * tpq::k);
+        EXPECT_EQ(res.total.inlets, 3u + 2 * tpq::k);  // root in0, hello, child in0, 2k
+        EXPECT_EQ(res.total.quanta, am_policy ? 4u : 10u);
+        EXPECT_DOUBLE_EQ(res.total.tpq(), am_policy ? 11.0 / 4 : 11.0 / 10);
+        EXPECT_EQ(res.local.quanta, res.total.quanta);
+        EXPECT_EQ(res.total.remote_messages, 0u);
+    });
+    ASSERT_EQ(rc, 0);
+}
+
+// The one-frame program never switches frames: one quantum under either policy.
+TAM_TEST_P(tam_policy, one_frame_one_quantum) {
+    const int rc = t.job([p](am::context& ctx) {
+        const am::tam::result res = am::tam::run(ctx, one_frame_program(), 0, {}, opts(p));
+        EXPECT_EQ(res.total.quanta, 1u);
+        EXPECT_DOUBLE_EQ(res.total.tpq(), 4.0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(tam_policy, one_rank_params());

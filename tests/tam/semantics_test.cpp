@@ -21,17 +21,19 @@ class tam_semantics : public tam_test {};
 // One frame on rank 0. t0 forks S (entry 3) 7 times: S is enabled by the 3rd and 6th fork and
 // 2 more are owed; set_count(S, 1) and one fork enable it (3rd run) and its count starts again
 // at 3; 2 forks leave 1 owed; 1 post from an inlet enables it (4th run); 2 more posts leave it
-// waiting. N (non-synchronising) forked 3 times runs 3 times. R gets set_count(R, 5): 4 forks
-// do nothing, the 5th enables it, and then it is non-synchronising again (entry 1): 2 forks, 2
-// runs. F (entry 10) waits for every run of S, N and R and finishes with the run counts.
+// waiting. N (non-synchronising) forked 3 times runs 3 times. With `with_r`, R (declared
+// non-synchronising) gets set_count(R, 5): 4 forks do nothing, the 5th enables it, and then
+// its count starts again at its entry, 1: 2 forks, 2 runs. F (entry 7, or 10 with R) waits for
+// every run of S, N (and R) and finishes with the run counts.
 enum : am::tam::thread_id { c_t0, c_s, c_n, c_r, c_f };
-constexpr word counts_expected = 4 * 10000 + 3 * 100 + 3;
+constexpr word counts_expected = 4 * 10000 + 3 * 100;
+constexpr word counts_with_r_expected = 4 * 10000 + 3 * 100 + 3;
 
-program counts_program() {
+program counts_program(bool with_r = false) {
     program prog;
     codeblock_def cb;
     cb.name = "counts";
-    cb.slots = 3;
+    cb.slots = 4;  // S runs, N runs, R runs, with_r
     cb.threads = {
         {[](frame& f) {
              for (int i = 0; i < 7; ++i) f.fork(c_s);
@@ -40,10 +42,12 @@ program counts_program() {
              f.fork(c_s);
              f.fork(c_s);
              for (int i = 0; i < 3; ++i) f.fork(c_n);
-             f.set_count(c_r, 5);
-             for (int i = 0; i < 5; ++i) f.fork(c_r);
-             f.fork(c_r);
-             f.fork(c_r);
+             if (f.slot(3) != 0) {
+                 f.set_count(c_r, 5);
+                 for (int i = 0; i < 5; ++i) f.fork(c_r);
+                 f.fork(c_r);
+                 f.fork(c_r);
+             }
              for (int i = 0; i < 3; ++i) f.send(f.self(), 1, {});
          },
          1, "t0"},
@@ -62,11 +66,13 @@ program counts_program() {
              f.fork(c_f);
          },
          1, "R"},
-        {[](frame& f) { f.finish(f.slot(0) * 10000 + f.slot(1) * 100 + f.slot(2)); }, 10, "F"},
+        {[](frame& f) { f.finish(f.slot(0) * 10000 + f.slot(1) * 100 + f.slot(2)); },
+         with_r ? 10u : 7u, "F"},
     };
     cb.inlets = {
-        [](frame& f, std::span<const word>) {
+        [](frame& f, std::span<const word> a) {
             f.slot(0) = f.slot(1) = f.slot(2) = 0;
+            f.slot(3) = a[0];
             f.post(c_t0);
         },
         [](frame& f, std::span<const word>) { f.post(c_s); },
@@ -76,20 +82,32 @@ program counts_program() {
 }
 
 TAM_TEST_P(tam_semantics, entry_counts) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
-        const am::tam::result res = am::tam::run(ctx, counts_program(), 0, {}, opts(p));
+    const int rc = t.job([p](am::context& ctx) {
+        const am::tam::result res = am::tam::run(ctx, counts_program(), 0, {0}, opts(p));
         EXPECT_TRUE(res.finished);
-        EXPECT_EQ(res.value, counts_expected) << "S runs * 10000 + N runs * 100 + R runs";
-        // t0, 4 S, 3 N, 3 R, F; the start inlet and 3 posts; one frame, never released.
-        EXPECT_EQ(res.total.threads, 12u);
+        EXPECT_EQ(res.value, counts_expected) << "S runs * 10000 + N runs * 100";
+        // t0, 4 S, 3 N, F; the start inlet and 3 posts; one frame, never released.
+        EXPECT_EQ(res.total.threads, 9u);
         EXPECT_EQ(res.total.inlets, 4u);
         EXPECT_EQ(res.total.frames, 1u);
         EXPECT_EQ(res.total.released, 0u);
         EXPECT_EQ(res.total.remote_messages, 0u);
-        EXPECT_EQ(res.local.threads, ctx.rank() == 0 ? 12u : 0u);
+        EXPECT_EQ(res.local.threads, ctx.rank() == 0 ? 9u : 0u);
         EXPECT_EQ(res.local.frames, ctx.rank() == 0 ? 1u : 0u);
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
+}
+
+// set_count on a thread declared non-synchronising (entry 1): "sets thread t's remaining entry
+// count (a loop whose trip count is known at run time)" — 5 forks for one run, then entry 1.
+TAM_TEST_P(tam_semantics, set_count_on_plain_thread) {
+    const int rc = t.job([p](am::context& ctx) {
+        const am::tam::result res = am::tam::run(ctx, counts_program(true), 0, {1}, opts(p));
+        EXPECT_TRUE(res.finished);
+        EXPECT_EQ(res.value, counts_with_r_expected) << "S runs * 10000 + N runs * 100 + R runs";
+        EXPECT_EQ(res.total.threads, 12u);  // t0, 4 S, 3 N, 3 R, F
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 // ------------------------------------------------------------------------------ slots, words
@@ -140,7 +158,7 @@ TEST(tam_words, program_add_refuses) {
 // A value of each kind through a slot, a message and a slot again; the frame_ref of the
 // frame itself arrives as it was sent; codeblock_name, rank and ranks.
 TAM_TEST_P(tam_semantics, slots_and_messages) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         program prog;
         codeblock_def cb;
         cb.name = "slots_cb";
@@ -175,8 +193,8 @@ TAM_TEST_P(tam_semantics, slots_and_messages) {
         const am::tam::result res = am::tam::run(ctx, prog, 0, {5}, opts(p));
         EXPECT_TRUE(res.finished);
         EXPECT_EQ(res.value, 1u);
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 // ------------------------------------------------------------------- calls to other ranks
@@ -209,7 +227,7 @@ program square_program() {
              }
          },
          1, "t0"},
-        {[](frame& f) { f.finish(f.slot(1) | (f.slot(2) << 48)); }, 1, "sum"},
+        {[](frame& f) { f.finish(f.slot(1) | (f.slot(2) << 48)); }, runtime_count, "sum"},
     };
     root.inlets = {
         [](frame& f, std::span<const word> a) {
@@ -247,7 +265,7 @@ program square_program() {
 }
 
 TAM_TEST_P(tam_semantics, call_on_every_rank) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         const word x = 17;
         const am::tam::result res = am::tam::run(ctx, square_program(), 0, {x}, opts(p));
         const word n = static_cast<word>(ctx.size());
@@ -267,8 +285,8 @@ TAM_TEST_P(tam_semantics, call_on_every_rank) {
             EXPECT_GE(res.local.remote_messages, ctx.rank() == 0 ? n - 1 : 1u);
         }
         EXPECT_GE(res.total.messages, res.total.remote_messages);
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 // ------------------------------------------------- a token around a ring, release, stats
@@ -327,7 +345,7 @@ program make() {
              }
              f.send(frame_ref::from(f.slot(first_node_slot)), 2, {f.slot(0), 1});
          },
-         1, "all_in"},
+         runtime_count, "all_in"},
         {[](frame& f) {
              count_thread();
              for (int r = 0; r < f.ranks(); ++r) {
@@ -417,7 +435,7 @@ program make() {
 
 TAM_TEST_P(tam_semantics, ring_token_and_stats) {
     watchdog dog("ring_token_and_stats", 30);
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         constexpr word hops = 1000;
         my_tally() = {};
         const am::tam::result res = am::tam::run(ctx, ring::make(), 0, {hops}, opts(p));
@@ -444,29 +462,29 @@ TAM_TEST_P(tam_semantics, ring_token_and_stats) {
         EXPECT_EQ(res.total.fetches, 0u);
         EXPECT_GT(res.total.quanta, 0u);
         EXPECT_LE(res.total.quanta, res.total.threads);
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 // A run after a run in the same job: the machine starts clean (stats, frames, finish).
 TAM_TEST_P(tam_semantics, runs_back_to_back) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         for (int i = 0; i < 3; ++i) {
-            const am::tam::result res = am::tam::run(ctx, counts_program(), 0, {}, opts(p));
+            const am::tam::result res = am::tam::run(ctx, counts_program(), 0, {0}, opts(p));
             EXPECT_TRUE(res.finished);
             EXPECT_EQ(res.value, counts_expected) << "run " << i;
-            EXPECT_EQ(res.total.threads, 12u) << "run " << i;
+            EXPECT_EQ(res.total.threads, 9u) << "run " << i;
             const am::tam::result sq = am::tam::run(ctx, square_program(), 0, {word(i)}, opts(p));
             EXPECT_EQ(sq.value, square_expected(ctx.size(), word(i))) << "run " << i;
             EXPECT_EQ(sq.total.frames, 1 + static_cast<word>(ctx.size())) << "run " << i;
         }
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 // A program that never calls finish: run returns on every rank with finished false.
 TAM_TEST_P(tam_semantics, no_finish) {
-    ASSERT_EQ(t.job([p](am::context& ctx) {
+    const int rc = t.job([p](am::context& ctx) {
         program prog;
         codeblock_def cb;
         cb.name = "quiet";
@@ -478,8 +496,8 @@ TAM_TEST_P(tam_semantics, no_finish) {
         EXPECT_FALSE(res.finished);
         EXPECT_EQ(res.total.threads, 1u);
         EXPECT_EQ(res.total.inlets, 1u);
-    }),
-              0);
+    });
+    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(tam_semantics, tam_params());

@@ -50,6 +50,10 @@ class tam_test : public am_test::spmd_test {
     }                                                                \
     void fixture##_##name([[maybe_unused]] const fixture& t, [[maybe_unused]] ::am::tam::policy p)
 
+/// The declared entry count of a join thread whose count the program sets at run time
+/// (set_count): any count above 1 declares the thread synchronising.
+inline constexpr std::uint32_t runtime_count = 2;
+
 inline am::tam::options opts(policy p) {
     am::tam::options o;
     o.dispatch = p;
