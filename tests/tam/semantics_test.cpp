@@ -7,8 +7,6 @@
 // equal to what the programs count themselves.
 #include "tam/tam_support.hpp"
 
-#include <cmath>
-
 namespace {
 
 using namespace am_tam_test;
