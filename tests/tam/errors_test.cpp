@@ -156,7 +156,7 @@ TAM_TEST_P(tam_errors, send_to_released_frame) {
                               },
                               [](frame& f) { f.send(frame_ref::from(f.slot(0)), 1, {}); });
                       },
-                      {}, p, {{"released", "victim", "rank @last"}});
+                      {}, p, {{"released", "(codeblock 'victim') on rank @last"}, on_last});
 }
 
 TAM_TEST_P(tam_errors, fork_after_release) {
@@ -169,7 +169,34 @@ TAM_TEST_P(tam_errors, fork_after_release) {
                               },
                               nothing);
                       },
-                      {}, p, {{"released", "victim", "rank @last"}, on_last});
+                      {}, p, {{"released", "(codeblock 'victim') on rank @last"}, on_last});
+}
+
+TAM_TEST_P(tam_errors, set_count_after_release) {
+    expect_failed_run(t,
+                      [](int) {
+                          return with_victim(
+                              [](frame& f) {
+                                  f.release();
+                                  f.set_count(1, 2);
+                              },
+                              nothing);
+                      },
+                      {}, p, {{"released", "(codeblock 'victim') on rank @last"}, on_last});
+}
+
+// Released while one of its threads is enabled: that thread would run on a released frame.
+TAM_TEST_P(tam_errors, release_with_enabled_thread) {
+    expect_failed_run(t,
+                      [](int) {
+                          return with_victim(
+                              [](frame& f) {
+                                  f.fork(1);
+                                  f.release();
+                              },
+                              nothing);
+                      },
+                      {}, p, {{"released while", "(codeblock 'victim') on rank @last"}, on_last});
 }
 
 TAM_TEST_P(tam_errors, release_twice) {
@@ -182,17 +209,17 @@ TAM_TEST_P(tam_errors, release_twice) {
                               },
                               nothing);
                       },
-                      {}, p, {{"released", "victim", "rank @last"}, on_last});
+                      {}, p, {{"released", "(codeblock 'victim') on rank @last"}, on_last});
 }
 
 TAM_TEST_P(tam_errors, thread_index_out_of_range) {
     expect_failed_run(t, [](int) { return with_victim([](frame& f) { f.fork(9); }, nothing); }, {},
-                      p, {{"thread 9", "victim", "rank @last"}, on_last});
+                      p, {{"thread 9", "(codeblock 'victim') on rank @last"}, on_last});
 }
 
 TAM_TEST_P(tam_errors, slot_out_of_range) {
     expect_failed_run(t, [](int) { return with_victim([](frame& f) { f.slot(2) = 1; }, nothing); },
-                      {}, p, {{"slot 2", "victim", "rank @last"}, on_last});
+                      {}, p, {{"slot 2", "(codeblock 'victim') on rank @last"}, on_last});
 }
 
 // The victim sends to inlet 5 of the root (2 inlets), on rank 0.
@@ -202,7 +229,7 @@ TAM_TEST_P(tam_errors, inlet_index_out_of_range) {
                           return with_victim(
                               [](frame& f) { f.send(frame_ref::from(f.slot(0)), 5, {}); }, nothing);
                       },
-                      {}, p, {{"inlet 5", "err_root"}});
+                      {}, p, {{"inlet 5", "(codeblock 'err_root') on rank 0"}, 0});
 }
 
 TAM_TEST_P(tam_errors, too_many_args_in_send) {
@@ -214,7 +241,7 @@ TAM_TEST_P(tam_errors, too_many_args_in_send) {
                               },
                               nothing);
                       },
-                      {}, p, {{"at most 4", "victim", "rank @last"}, on_last});
+                      {}, p, {{"at most 4", "(codeblock 'victim') on rank @last"}, on_last});
 }
 
 TAM_TEST_P(tam_errors, too_many_args_in_call) {
@@ -223,7 +250,7 @@ TAM_TEST_P(tam_errors, too_many_args_in_call) {
         [](int) {
             return with_victim([](frame& f) { f.call(0, 0, 0, {1, 2, 3, 4, 5}); }, nothing);
         },
-        {}, p, {{"at most 4", "victim", "rank @last"}, on_last});
+        {}, p, {{"at most 4", "(codeblock 'victim') on rank @last"}, on_last});
 }
 
 TAM_TEST_P(tam_errors, too_many_args_in_run) {
@@ -234,32 +261,32 @@ TAM_TEST_P(tam_errors, too_many_args_in_run) {
 // Root (rank 0) allocates an I-structure; the victim on the last rank writes element 0 twice
 // (the second store is caught where the element lives: rank 0).
 TAM_TEST_P(tam_errors, element_written_twice) {
-    expect_failed_run(t,
-                      [](int) {
-                          program prog;
-                          codeblock_def root;
-                          root.name = "err_root";
-                          root.slots = 1;
-                          root.threads = {{[](frame& f) {
-                              f.call(1, last_rank(f), 0, {f.ialloc(3).as_word()});
-                          }}};
-                          root.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
-                          codeblock_def writer;
-                          writer.name = "writer";
-                          writer.slots = 1;
-                          writer.threads = {{[](frame& f) {
-                              f.istore(istruct_ref::from(f.slot(0)), 2, 1);
-                              f.istore(istruct_ref::from(f.slot(0)), 2, 2);
-                          }}};
-                          writer.inlets = {[](frame& f, std::span<const word> a) {
-                              f.slot(0) = a[0];
-                              f.post(0);
-                          }};
-                          prog.add(std::move(root));
-                          prog.add(std::move(writer));
-                          return prog;
-                      },
-                      {}, p, {{"element 2", "written twice", "writer", "rank @last"}, 0});
+    expect_failed_run(
+        t,
+        [](int) {
+            program prog;
+            codeblock_def root;
+            root.name = "err_root";
+            root.slots = 1;
+            root.threads = {
+                {[](frame& f) { f.call(1, last_rank(f), 0, {f.ialloc(3).as_word()}); }}};
+            root.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
+            codeblock_def writer;
+            writer.name = "writer";
+            writer.slots = 1;
+            writer.threads = {{[](frame& f) {
+                f.istore(istruct_ref::from(f.slot(0)), 2, 1);
+                f.istore(istruct_ref::from(f.slot(0)), 2, 2);
+            }}};
+            writer.inlets = {[](frame& f, std::span<const word> a) {
+                f.slot(0) = a[0];
+                f.post(0);
+            }};
+            prog.add(std::move(root));
+            prog.add(std::move(writer));
+            return prog;
+        },
+        {}, p, {{"element 2", "written twice", "(codeblock 'writer') on rank @last"}, 0});
 }
 
 TAM_TEST_P(tam_errors, element_out_of_range) {
@@ -274,7 +301,7 @@ TAM_TEST_P(tam_errors, element_out_of_range) {
                           prog.add(std::move(root));
                           return prog;
                       },
-                      {}, p, {{"element 3", "err_root", "rank 0"}, 0});
+                      {}, p, {{"element 3", "(codeblock 'err_root') on rank 0"}, 0});
 }
 
 // The reader ("reader", on the last rank) fetches element 1 of the root's structure (rank 0),
@@ -307,7 +334,8 @@ TAM_TEST_P(tam_errors, element_never_written) {
             prog.add(std::move(reader));
             return prog;
         },
-        {}, p, {{"never", "element 1", "read by frame", "reader", "rank @last"}, 0, true});
+        {}, p,
+        {{"never", "element 1", "read by frame", "(codeblock 'reader') on rank @last"}, 0, true});
 }
 
 // Rank 0's program has a codeblock of another name than the others': run refuses on every rank
