@@ -17,7 +17,7 @@ class tam_apps_run : public tam_test {};
 void check_app(const tam_test& t, const char* name, policy p) {
     const tam_apps::app& a = tam_apps::find(name);
     const word expected = a.reference(a.paper_arg);
-    watchdog dog(std::string("tam app ") + name, 60);
+    watchdog dog(std::string("tam app ") + name, 50);
     const int rc = t.job([&](am::context& ctx) {
         const am::tam::result res = a.run(ctx, a.paper_arg, opts(p));
         EXPECT_TRUE(res.finished) << name << " rank " << ctx.rank();

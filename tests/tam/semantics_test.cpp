@@ -432,7 +432,7 @@ program make() {
 }  // namespace ring
 
 TAM_TEST_P(tam_semantics, ring_token_and_stats) {
-    watchdog dog("ring_token_and_stats", 30);
+    watchdog dog("ring_token_and_stats", 25);
     const int rc = t.job([p](am::context& ctx) {
         constexpr word hops = 1000;
         my_tally() = {};

@@ -11,14 +11,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
+#include <csignal>
 #include <cstdint>
-#include <cstdio>
-#include <mutex>
+#include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace am_tam_test {
@@ -89,38 +87,35 @@ inline std::vector<int>& trace() {
 }
 
 /// Ends the process with a message if the test has not finished after `seconds` (a TAM run
-/// that never ends would otherwise wait for CTest's timeout without saying what hung).
+/// that never ends would otherwise wait for CTest's timeout without saying what hung). An
+/// alarm, not a thread: shm ranks are forked, and a fork while another thread holds a lock
+/// (the sanitizers' allocator's, say) deadlocks the child. The message goes to stdout too, as
+/// the failure tests capture stderr.
 class watchdog {
   public:
-    watchdog(std::string what, double seconds) : _what(std::move(what)) {
-        _thread = std::thread([this, seconds] {
-            std::unique_lock<std::mutex> lk(_m);
-            if (!_cv.wait_for(lk, std::chrono::duration<double>(seconds),
-                              [this] { return _done; })) {
-                std::fprintf(stderr, "am_tam_test: TIMEOUT after %.0f s: %s\n", seconds,
-                             _what.c_str());
-                std::fflush(stderr);
-                _exit(124);
-            }
-        });
+    watchdog(const std::string& what, unsigned seconds) {
+        const std::string text =
+            "am_tam_test: TIMEOUT after " + std::to_string(seconds) + " s: " + what + "\n";
+        _len = std::min(text.size(), sizeof(_text));
+        std::memcpy(_text, text.data(), _len);
+        std::signal(SIGALRM, &watchdog::on_alarm);
+        alarm(seconds);
     }
     ~watchdog() {
-        {
-            std::lock_guard<std::mutex> lk(_m);
-            _done = true;
-        }
-        _cv.notify_all();
-        _thread.join();
+        alarm(0);
+        std::signal(SIGALRM, SIG_DFL);
     }
     watchdog(const watchdog&) = delete;
     watchdog& operator=(const watchdog&) = delete;
 
   private:
-    std::string _what;
-    std::mutex _m;
-    std::condition_variable _cv;
-    bool _done = false;
-    std::thread _thread;
+    static void on_alarm(int) {
+        (void)!write(1, _text, _len);
+        (void)!write(2, _text, _len);
+        _exit(124);
+    }
+    static inline char _text[256] = {};
+    static inline std::size_t _len = 0;
 };
 
 /// What am::tam::run threw on each rank of a failing job (read by the test process).

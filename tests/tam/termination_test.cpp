@@ -140,7 +140,7 @@ program make() {
 }  // namespace tokens
 
 TAM_TEST_P(tam_termination, many_tokens_in_flight) {
-    watchdog dog("many_tokens_in_flight", 30);
+    watchdog dog("many_tokens_in_flight", 25);
     const int rc = t.job([p](am::context& ctx) {
         const am::tam::result res = am::tam::run(ctx, tokens::make(), 0, {}, opts(p));
         word visits = 0;
@@ -158,7 +158,7 @@ TAM_TEST_P(tam_termination, many_tokens_in_flight) {
 
 // With poll_every > 1 the core is polled less often; the result and the counts are the same.
 TAM_TEST_P(tam_termination, many_tokens_poll_every_8) {
-    watchdog dog("many_tokens_poll_every_8", 30);
+    watchdog dog("many_tokens_poll_every_8", 25);
     const int rc = t.job([p](am::context& ctx) {
         am::tam::options o = opts(p);
         o.poll_every = 8;
