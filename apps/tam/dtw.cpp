@@ -11,7 +11,7 @@
 // hold the rows of x, y, d and D). Per row i, on rank i % ranks: two `gen` frames write x's and
 // y's row, a `dist` frame computes d's row (one thread per distance, once its 12 fetches of
 // y[j] have arrived), and a `dp` frame computes D's row: its cells are threads that read
-// d[i][j] and D[i-1][j] through split-phase fetches, a block of 8 cells ahead (two
+// d[i][j] and D[i-1][j] through split-phase fetches, a block of 4 cells ahead (two
 // synchronising threads take turns), so rows i and i+1 advance as a wavefront across ranks.
 #include "tam_apps.hpp"
 
@@ -32,7 +32,7 @@ using tam::word;
 /// Features per vector.
 constexpr unsigned features = 12;
 /// Stores or fetches one iteration of a loop thread issues; DP cells per synchronising block.
-constexpr unsigned width = 8;
+constexpr unsigned width = 4;
 
 double x_elem(int t, int f) {
     return static_cast<double>((t * t + 3 * f * t + f) % 13 - 6);
@@ -102,8 +102,8 @@ void main_end(frame& f) {
 }
 
 // --- gen (rank i % ranks): the feature vector x[i] or y[i]. ---
-enum gen_slots : unsigned { g_parent, g_dir, g_index, g_i, g_which, g_slots };
-enum gen_threads : tam::thread_id { gt_start };
+enum gen_slots : unsigned { g_parent, g_dir, g_index, g_i, g_which, g_row, g_k, g_slots };
+enum gen_threads : tam::thread_id { gt_start, gt_fill };
 
 void gen_args(frame& f, std::span<const word> a) {
     f.slot(g_parent) = a[0];
@@ -116,13 +116,26 @@ void gen_args(frame& f, std::span<const word> a) {
 
 // The row is published before it is written: readers of its elements wait in the I-structure.
 void gen_start(frame& f) {
-    const auto i = f.get<int>(g_i);
     const istruct_ref row = f.ialloc(features);
+    f.slot(g_row) = row.as_word();
     f.istore(istruct_ref::from(f.slot(g_dir)), f.get<unsigned>(g_index), row.as_word());
+    f.slot(g_k) = 0;
+    f.fork(gt_fill);
+}
+
+void gen_fill(frame& f) {
+    const auto i = f.get<int>(g_i);
+    const auto row = istruct_ref::from(f.slot(g_row));
     const bool is_y = f.slot(g_which) == q_y;
-    for (unsigned k = 0; k < features; ++k) {
+    auto k = f.get<unsigned>(g_k);
+    for (const unsigned end = std::min(features, k + width); k < end; ++k) {
         const int ft = static_cast<int>(k);
         f.istore(row, k, tam::to_word(is_y ? y_elem(i, ft) : x_elem(i, ft)));
+    }
+    f.slot(g_k) = k;
+    if (k < features) {
+        f.fork(gt_fill);
+        return;
     }
     f.send(frame_ref::from(f.slot(g_parent)), mi_done, {});
     f.release();
@@ -137,6 +150,8 @@ enum dist_slots : unsigned {
     d_xrow,                   // x[i]
     d_drow,                   // d's row i
     d_k,                      // next y reference to fetch
+    d_kx,                     // next element of x[i] to fetch
+    d_ky,                     // next element of y[j] to fetch
     d_j,                      // column
     d_x,                      // `features` slots: x[i]
     d_y = d_x + features,     // `features` slots: y[j]
@@ -145,9 +160,10 @@ enum dist_slots : unsigned {
 enum dist_threads : tam::thread_id {
     dt_start,
     dt_ref_loop,
-    dt_refs,   // entry n + 1: the references to x[i] and every y[k] have arrived
-    dt_fetch,  // fetches y[j]
-    dt_dist,   // entry `features` (twice that the first time): y[j] (and x[i]) arrived
+    dt_refs,    // entry n + 1: the references to x[i] and every y[k] have arrived
+    dt_xfetch,  // fetches x[i]
+    dt_fetch,   // fetches y[j]
+    dt_dist,    // entry `features` (twice that the first time): y[j] (and x[i]) arrived
 };
 enum dist_inlets : tam::inlet_id { di_args, di_ref, di_x, di_y };
 
@@ -197,15 +213,29 @@ void dist_ref_loop(frame& f) {
 
 void dist_refs(frame& f) {
     f.set_count(dt_dist, 2 * features);  // the first distance waits for x[i] too
-    const auto xrow = istruct_ref::from(f.slot(d_xrow));
-    for (unsigned k = 0; k < features; ++k) f.ifetch(xrow, k, di_x, k);
+    f.slot(d_kx) = 0;
+    f.slot(d_ky) = 0;
     f.slot(d_j) = 0;
+    f.fork(dt_xfetch);
     f.fork(dt_fetch);
+}
+
+void dist_xfetch(frame& f) {
+    const auto xrow = istruct_ref::from(f.slot(d_xrow));
+    auto k = f.get<unsigned>(d_kx);
+    for (const unsigned end = std::min(features, k + width); k < end; ++k)
+        f.ifetch(xrow, k, di_x, k);
+    f.slot(d_kx) = k;
+    if (k < features) f.fork(dt_xfetch);
 }
 
 void dist_fetch(frame& f) {
     const auto yrow = istruct_ref::from(f.slot(d_yref + f.get<unsigned>(d_j)));
-    for (unsigned k = 0; k < features; ++k) f.ifetch(yrow, k, di_y, k);
+    auto k = f.get<unsigned>(d_ky);
+    for (const unsigned end = std::min(features, k + width); k < end; ++k)
+        f.ifetch(yrow, k, di_y, k);
+    f.slot(d_ky) = k;
+    if (k < features) f.fork(dt_fetch);
 }
 
 void dist_dist(frame& f) {
@@ -218,6 +248,7 @@ void dist_dist(frame& f) {
     f.istore(istruct_ref::from(f.slot(d_drow)), j, tam::to_word(d));
     f.slot(d_j) = j + 1;
     if (j + 1 < f.get<unsigned>(d_n)) {
+        f.slot(d_ky) = 0;
         f.fork(dt_fetch);
         return;
     }
@@ -226,7 +257,7 @@ void dist_dist(frame& f) {
 }
 
 // --- dp (rank i % ranks): D's row i, cell by cell. ---
-// Block b (cells [8b, 8b + 8)) waits in synchronising thread b % 2 for its fetches and for the
+// Block b (cells [4b, 4b + 4)) waits in synchronising thread b % 2 for its fetches and for the
 // end of block b - 1. When block b starts, the fetches of block b + 1 are issued: that thread's
 // count is set then (its previous block, b - 1, is done), before anything can post it.
 enum dp_slots : unsigned {
@@ -367,12 +398,13 @@ tam::program build(unsigned n) {
               m_slots,
               {{main_start, 1, "start"}, {main_spawn, 1, "spawn"}, {main_end, 4 * n, "end"}},
               {main_args, main_done, main_dp_done}});
-    prog.add({"dtw_gen", g_slots, {{gen_start, 1, "start"}}, {gen_args}});
+    prog.add({"dtw_gen", g_slots, {{gen_start, 1, "start"}, {gen_fill, 1, "fill"}}, {gen_args}});
     prog.add({"dtw_dist",
               d_yref + n,
               {{dist_start, 1, "start"},
                {dist_ref_loop, 1, "ref_loop"},
                {dist_refs, n + 1, "refs"},
+               {dist_xfetch, 1, "xfetch"},
                {dist_fetch, 1, "fetch"},
                {dist_dist, features, "dist"}},
               {dist_args, dist_ref, dist_x, dist_y}});

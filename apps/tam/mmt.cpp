@@ -5,7 +5,7 @@
 // A matrix is an I-structure of n row references (a "directory", on rank 0); row i is an
 // I-structure of n elements on rank i % ranks, allocated and filled by a `gen` frame there.
 // One `row` frame per row of C (on rank i % ranks) fetches the directory entries it needs,
-// then row i of A, then B column by column; the inner product of a column runs, 8 products per
+// then row i of A, then B column by column; the inner product of a column runs, 16 products per
 // thread, once the column's n fetches (and, for the first column, A's row) have arrived — the
 // compute-heavy threads of this program. The elements are small integers, so every sum is
 // exact whatever order the ranks' messages impose; the answer is the sum as an integer.
@@ -26,7 +26,7 @@ using tam::istruct_ref;
 using tam::word;
 
 /// Fetches, stores or multiply-adds one iteration of a loop thread issues (its unrolling).
-constexpr unsigned width = 8;
+constexpr unsigned width = 16;
 
 double a_elem(int i, int k) {
     return static_cast<double>((i + 2 * k) % 5 - 1);
