@@ -7,9 +7,10 @@
 //   qs_main  (rank 0)  generates the input into an I-structure (a thread per element), calls
 //                      qs on it, then qs_check on the result; finishes with the check's value
 //   qs       (any)     args: caller, A, (base, n, off), OUT. Fetches pivot A[base], then
-//                      A[base+1 .. base+n-1] (four fetches in flight) into a new P: the values
-//                      below the pivot from the front, the others from the back; stores the
-//                      pivot at OUT[off + #below]; calls qs on both parts of P; joins them
+//                      A[base+1 .. base+n-1] (four fetches in flight) into a new P, in order:
+//                      the values below the pivot from the front, the others from the back
+//                      (reversed); stores the pivot at OUT[off + #below]; calls qs on both
+//                      parts of P (frames on other ranks); joins them
 //   qs_check (rank 1 % ranks)  returns Σ (i+1)·out[i], complemented if out is not sorted
 #include <am/error.hpp>
 
@@ -140,10 +141,13 @@ void qs_have_pivot(frame& f) {
     f.slot(q_lo) = 0;
     f.slot(q_hi) = n - 1;  // one past the last free place from the back
     f.slot(q_next) = f.slot(q_base) + 1;
-    f.set_count(q_t_spawn, static_cast<std::uint32_t>(n - 1));
     for (unsigned j = 0; j < window && j + 1 < n; ++j) qs_fetch(f, j);
+    f.fork(q_t_place);  // the first element has no predecessor
 }
-// One element of the partition loop: J is the window slot it arrived in.
+// One element of the partition loop, in index order (so P is a stable partition and the
+// recursion the same under any policy and rank count): place<J> handles the elements i ≡ J
+// (mod window) and needs two events, its element's arrival (inlet) and the placing of element
+// i-1 (fork from place<J-1>).
 template <unsigned J>
 void qs_place(frame& f) {
     const word v = f.slot(q_val + J);
@@ -151,7 +155,9 @@ void qs_place(frame& f) {
     const word pos = v < f.slot(q_pivot) ? f.slot(q_lo)++ : --f.slot(q_hi);
     f.istore(p, static_cast<std::uint32_t>(pos), v);
     if (f.slot(q_next) < f.slot(q_base) + f.slot(q_n)) qs_fetch(f, J);
-    f.fork(q_t_spawn);
+    const word placed = f.slot(q_lo) + (f.slot(q_n) - 1 - f.slot(q_hi));
+    f.fork(placed + 1 < f.slot(q_n) ? static_cast<am::tam::thread_id>(q_t_place + (J + 1) % window)
+                                    : am::tam::thread_id{q_t_spawn});
 }
 void qs_call(frame& f, unsigned side, word base, word n, word off) {
     if (n == 0) {
@@ -257,12 +263,12 @@ am::tam::program build() {
                         q_slots,
                         {{qs_start, 1, "start"},
                          {qs_have_pivot, 1, "have_pivot"},
-                         {qs_spawn, 2, "spawn"},  // count set per frame: n - 1 placements
+                         {qs_spawn, 1, "spawn"},
                          {qs_join, 2, "join"},
-                         {qs_place<0>, 1, "place0"},
-                         {qs_place<1>, 1, "place1"},
-                         {qs_place<2>, 1, "place2"},
-                         {qs_place<3>, 1, "place3"}},
+                         {qs_place<0>, 2, "place0"},
+                         {qs_place<1>, 2, "place1"},
+                         {qs_place<2>, 2, "place2"},
+                         {qs_place<3>, 2, "place3"}},
                         {qs_in_args, qs_in_child, qs_in_pivot, qs_in_value}});
     p.add(codeblock_def{"qs_check",
                         c_val + window,
