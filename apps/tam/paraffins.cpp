@@ -16,9 +16,12 @@
 //                        enumerates its radicals once to count them, publishes the count and a
 //                        new I-structure R_s, then enumerates again writing one packed
 //                        description per radical into R_s
-//   para(m)              reads COUNTS and RADS up to m/2, enumerates its CCPs and BCPs and, for
-//                        each, fetches the descriptions of its radicals (split-phase), summing
-//                        a hash of them; returns (m, count, hash sum) to para_main
+//   para(m)              enumerates the size partitions of its CCPs and BCPs and calls
+//                        combos on each (on the ranks in turn); returns (m, count, hash sum)
+//                        to para_main
+//   combos(sizes)        reads COUNTS and RADS of its sizes, enumerates the index tuples of
+//                        its partition and, for each paraffin, fetches the descriptions of its
+//                        radicals (split-phase), adding a hash of them; returns (count, hash)
 // The result is Σ_m mix(m, count_m) + hash sum_m (mod 2^64).
 #include <am/error.hpp>
 
@@ -42,6 +45,7 @@ using am::tam::word;
 constexpr am::tam::codeblock_id cb_main = 0;
 constexpr am::tam::codeblock_id cb_rad = 1;
 constexpr am::tam::codeblock_id cb_para = 2;
+constexpr am::tam::codeblock_id cb_combos = 3;
 
 /// Sizes 1..30: radical sizes up to 15 fit 5 bits, their counts (at most 48865) 16 bits.
 constexpr int max_n = 30;
@@ -143,7 +147,8 @@ enum : unsigned {
     x_done,
     x_phase,
     x_own,
-    x_radicals  // per size 0..maxrad: the count of radicals, the ref of their R_size
+    x_desc,
+    x_radicals = x_desc + 4  // per size 0..maxrad: the count of radicals, the ref of their R_size
 };
 
 word& tuple_size(frame& f, word t) {
@@ -276,21 +281,19 @@ void rad_in_count(frame& f, std::span<const word> a) {
 }
 
 // ---- para(m) --------------------------------------------------------------------------------
-enum : am::tam::inlet_id { p_in_args, p_in_count, p_in_ref, p_in_description };
-enum : am::tam::thread_id { p_t_fetch, p_t_ready, p_t_phase, p_t_visit, p_t_ended, p_t_report };
+// Enumerates the size partitions of its CCPs and BCPs and calls combos on each (on the ranks
+// in turn); sums what they return. Its slots: x_pos = calls made, x_got = calls returned.
+enum : am::tam::inlet_id { p_in_args, p_in_child };
+enum : am::tam::thread_id { p_t_phase, p_t_call, p_t_ended, p_t_report };
 
-// for j in 0..m/2: fetch COUNTS[j] and RADS[j]
-void para_fetch(frame& f) {
-    const word j = f.slot(x_j);
-    f.ifetch(istruct_ref::from(f.slot(x_counts)), static_cast<std::uint32_t>(j), p_in_count, j);
-    f.ifetch(istruct_ref::from(f.slot(x_rads)), static_cast<std::uint32_t>(j), p_in_ref, j);
-    f.slot(x_j) = j + 1;
-    if (j + 1 <= f.slot(x_size) / 2) f.fork(p_t_fetch);
+/// A partition (k sizes, each at most 15) in one argument word.
+word pack_shape(frame& f) {
+    const word k = f.slot(e_k);
+    word shape = k;
+    for (word t = 0; t < k; ++t) shape |= tuple_size(f, t) << (3 + 5 * t);
+    return shape;
 }
-void para_ready(frame& f) {
-    f.slot(x_count) = 0;
-    f.fork(p_t_phase);
-}
+
 // Phase 0: the CCPs; phase 1: the BCPs (m even); phase 2: the enumeration has ended.
 void para_phase(frame& f) {
     const word m = f.slot(x_size);
@@ -298,29 +301,27 @@ void para_phase(frame& f) {
     if (phase == 0) set_shape(f, 4, m - 1, (m - 1) / 2);
     if (phase == 1) set_shape(f, 2, m, m / 2);
     if (phase < 2 && first_tuple(f)) {
-        f.fork(p_t_visit);
+        f.fork(p_t_call);
         return;
     }
     ++f.slot(x_phase);
     f.fork(phase < 2 ? p_t_phase : p_t_ended);
 }
-// One paraffin: count it and fetch the descriptions of its radicals.
-void para_visit(frame& f) {
-    const word k = f.slot(e_k);
-    for (word t = 0; t < k; ++t) {
-        const istruct_ref r = istruct_ref::from(f.slot(ref_slot(tuple_size(f, t))));
-        f.ifetch(r, static_cast<std::uint32_t>(tuple_idx(f, t)), p_in_description, t);
-    }
-    ++f.slot(x_count);
-    f.slot(x_pos) += k;  // descriptions requested
-    if (next_tuple(f)) {
-        f.fork(p_t_visit);
+// for each partition: call combos on the next rank
+void para_call(frame& f) {
+    const word j = f.slot(x_j);
+    f.slot(x_j) = j + 1;
+    f.call(cb_combos, static_cast<int>(j % static_cast<word>(f.ranks())), 0,
+           {f.self().as_word(), f.slot(x_counts), f.slot(x_rads), pack_shape(f)});
+    ++f.slot(x_pos);
+    if (next_partition(f)) {
+        f.fork(p_t_call);
     } else {
         ++f.slot(x_phase);
         f.fork(p_t_phase);
     }
 }
-// The report runs once: here if every description has arrived, else after the last one.
+// The report runs once: here if every call has returned, else after the last one returns.
 void para_ended(frame& f) {
     f.slot(x_done) = 1;
     if (f.slot(x_got) == f.slot(x_pos)) f.fork(p_t_report);
@@ -335,27 +336,88 @@ void para_in_args(frame& f, std::span<const word> a) {
     f.slot(x_counts) = a[1];
     f.slot(x_rads) = a[2];
     f.slot(x_size) = a[3];
-    f.slot(x_j) = 0;
+    f.slot(x_j) = a[3];  // the first callee's rank (mod ranks)
+    f.slot(x_count) = 0;
     f.slot(x_pos) = 0;
     f.slot(x_got) = 0;
     f.slot(x_acc) = 0;
     f.slot(x_done) = 0;
     f.slot(x_phase) = 0;
-    f.set_count(p_t_ready, static_cast<std::uint32_t>(2 * (a[3] / 2 + 1)));
-    f.post(p_t_fetch);
+    f.post(p_t_phase);
 }
-void para_in_count(frame& f, std::span<const word> a) {
-    f.slot(count_slot(a[1])) = a[0];
-    f.post(p_t_ready);
-}
-void para_in_ref(frame& f, std::span<const word> a) {
-    f.slot(ref_slot(a[1])) = a[0];
-    f.post(p_t_ready);
-}
-void para_in_description(frame& f, std::span<const word> a) {
-    f.slot(x_acc) += radical_hash(a[0], a[1]);
+void para_in_child(frame& f, std::span<const word> a) {
+    f.slot(x_count) += a[0];
+    f.slot(x_acc) += a[1];
     ++f.slot(x_got);
     if (f.slot(x_done) && f.slot(x_got) == f.slot(x_pos)) f.post(p_t_report);
+}
+
+// ---- combos(partition) ----------------------------------------------------------------------
+// Reads the counts and the description I-structures of its sizes (deferred until rad has
+// published them), then for each index tuple fetches the descriptions of its k radicals into
+// x_desc and, when all k have arrived, adds their hash. Returns (count, hash sum) to para.
+enum : am::tam::inlet_id { c_in_args, c_in_count, c_in_ref, c_in_description };
+enum : am::tam::thread_id { c_t_fetch, c_t_ready, c_t_visit, c_t_combine, c_t_report };
+
+// for t in 0..k-1: fetch COUNTS[size_t] and RADS[size_t]
+void combos_fetch(frame& f) {
+    const word t = f.slot(x_j);
+    const auto size = static_cast<std::uint32_t>(tuple_size(f, t));
+    f.ifetch(istruct_ref::from(f.slot(x_counts)), size, c_in_count, size);
+    f.ifetch(istruct_ref::from(f.slot(x_rads)), size, c_in_ref, size);
+    f.slot(x_j) = t + 1;
+    if (t + 1 < f.slot(e_k)) f.fork(c_t_fetch);
+}
+void combos_ready(frame& f) {
+    f.fork(c_t_visit);
+}
+// One paraffin: fetch the descriptions of its radicals.
+void combos_visit(frame& f) {
+    const word k = f.slot(e_k);
+    f.set_count(c_t_combine, static_cast<std::uint32_t>(k));
+    for (word t = 0; t < k; ++t) {
+        const istruct_ref r = istruct_ref::from(f.slot(ref_slot(tuple_size(f, t))));
+        f.ifetch(r, static_cast<std::uint32_t>(tuple_idx(f, t)), c_in_description, t);
+    }
+}
+void combos_combine(frame& f) {
+    const word k = f.slot(e_k);
+    for (word t = 0; t < k; ++t)
+        f.slot(x_acc) += radical_hash(f.slot(x_desc + static_cast<unsigned>(t)), t);
+    ++f.slot(x_count);
+    f.fork(next_indices(f) ? c_t_visit : c_t_report);
+}
+void combos_report(frame& f) {
+    f.send(frame_ref::from(f.slot(x_main)), p_in_child, {f.slot(x_count), f.slot(x_acc)});
+    f.release();
+}
+void combos_in_args(frame& f, std::span<const word> a) {
+    f.slot(x_main) = a[0];
+    f.slot(x_counts) = a[1];
+    f.slot(x_rads) = a[2];
+    const word k = a[3] & 7;
+    f.slot(e_k) = k;
+    for (word t = 0; t < k; ++t) {
+        tuple_size(f, t) = a[3] >> (3 + 5 * t) & 31;
+        tuple_idx(f, t) = 0;
+    }
+    f.slot(x_j) = 0;
+    f.slot(x_count) = 0;
+    f.slot(x_acc) = 0;
+    f.set_count(c_t_ready, static_cast<std::uint32_t>(2 * k));
+    f.post(c_t_fetch);
+}
+void combos_in_count(frame& f, std::span<const word> a) {
+    f.slot(count_slot(a[1])) = a[0];
+    f.post(c_t_ready);
+}
+void combos_in_ref(frame& f, std::span<const word> a) {
+    f.slot(ref_slot(a[1])) = a[0];
+    f.post(c_t_ready);
+}
+void combos_in_description(frame& f, std::span<const word> a) {
+    f.slot(x_desc + static_cast<unsigned>(a[1])) = a[0];
+    f.post(c_t_combine);
 }
 
 void check_arg(int n) {
@@ -385,14 +447,20 @@ am::tam::program build(int n) {
                          {rad_done, 1, "done"}},
                         {rad_in_args, rad_in_count}});
     p.add(codeblock_def{"para",
-                        x_radicals + 2 * (maxrad + 1),
-                        {{para_fetch, 1, "fetch"},
-                         {para_ready, 2, "ready"},  // count set: 2 (m/2 + 1) fetches
-                         {para_phase, 1, "phase"},
-                         {para_visit, 1, "visit"},
+                        x_radicals,
+                        {{para_phase, 1, "phase"},
+                         {para_call, 1, "call"},
                          {para_ended, 1, "ended"},
                          {para_report, 1, "report"}},
-                        {para_in_args, para_in_count, para_in_ref, para_in_description}});
+                        {para_in_args, para_in_child}});
+    p.add(codeblock_def{"combos",
+                        x_radicals + 2 * (maxrad + 1),
+                        {{combos_fetch, 1, "fetch"},
+                         {combos_ready, 2, "ready"},  // count set: 2k fetches
+                         {combos_visit, 1, "visit"},
+                         {combos_combine, 2, "combine"},  // count set: k descriptions
+                         {combos_report, 1, "report"}},
+                        {combos_in_args, combos_in_count, combos_in_ref, combos_in_description}});
     return p;
 }
 

@@ -2,7 +2,7 @@
 // Selection sort (SS), the J-Machine study's argument 100: sorts n integers that start in
 // reverse order. As in the paper, the whole execution makes three procedure calls — main,
 // sort and check — so nearly every thread runs in the one frame of `ss_sort`, whose slots hold
-// the array; the loops are threads that fork themselves (one thread per comparison).
+// the array; the loops are threads that fork each other (two threads per comparison).
 //   ss_main  (rank 0)          calls ss_sort, then ss_check on the array it returns
 //   ss_sort  (rank 1 % ranks)  fills the array (n, n-1, ..., 1), sorts it in its slots, writes
 //                              it into a new I-structure and sends its ref to ss_main
@@ -61,7 +61,7 @@ void main_in_checked(frame& f, std::span<const word> a) {
 
 // ---- ss_sort: the array is slots s_a .. s_a + n - 1 ----------------------------------------
 enum : unsigned { s_caller, s_n, s_i, s_j, s_min, s_k, s_out, s_a };
-enum : am::tam::thread_id { s_t_fill, s_t_outer, s_t_inner, s_t_swap, s_t_emit };
+enum : am::tam::thread_id { s_t_fill, s_t_outer, s_t_inner_test, s_t_inner, s_t_swap, s_t_emit };
 
 word& elem(frame& f, word i) {
     return f.slot(s_a + static_cast<unsigned>(i));
@@ -85,18 +85,22 @@ void sort_outer(frame& f) {
     if (i + 1 < f.slot(s_n)) {
         f.slot(s_min) = i;
         f.slot(s_j) = i + 1;
-        f.fork(s_t_inner);
+        f.fork(s_t_inner_test);
     } else {
         f.slot(s_out) = f.ialloc(static_cast<std::uint32_t>(f.slot(s_n))).as_word();
         f.slot(s_k) = 0;
         f.fork(s_t_emit);
     }
 }
+// for j in i+1..n-1: the loop's test and its body are threads, as a TAM compiler emits them
+void sort_inner_test(frame& f) {
+    f.fork(f.slot(s_j) < f.slot(s_n) ? s_t_inner : s_t_swap);
+}
 void sort_inner(frame& f) {
     const word j = f.slot(s_j);
     if (elem(f, j) < elem(f, f.slot(s_min))) f.slot(s_min) = j;
     f.slot(s_j) = j + 1;
-    f.fork(j + 1 < f.slot(s_n) ? s_t_inner : s_t_swap);
+    f.fork(s_t_inner_test);
 }
 void sort_swap(frame& f) {
     const word i = f.slot(s_i);
@@ -181,6 +185,7 @@ am::tam::program build(int n) {
                         s_a + static_cast<unsigned>(n),
                         {{sort_fill, 1, "fill"},
                          {sort_outer, 1, "outer"},
+                         {sort_inner_test, 1, "inner_test"},
                          {sort_inner, 1, "inner"},
                          {sort_swap, 1, "swap"},
                          {sort_emit, 1, "emit"}},
@@ -233,6 +238,6 @@ am::tam::result run(am::context& ctx, int n, const am::tam::options& opt) {
 }
 
 extern const app ss_app;
-const app ss_app{"ss", "selection sort", 100, 2000, run, ss_reference};
+const app ss_app{"ss", "selection sort", 100, 7000, run, ss_reference};
 
 }  // namespace tam_apps
