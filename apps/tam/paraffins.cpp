@@ -17,8 +17,8 @@
 //                        new I-structure R_s, then enumerates again writing one packed
 //                        description per radical into R_s
 //   para(m)              enumerates the size partitions of its CCPs and BCPs and calls
-//                        combos on each (on the ranks in turn); returns (m, count, hash sum)
-//                        to para_main
+//                        combos on each (on the ranks in turn); returns
+//                        mix(m, count_m) + hash sum_m to para_main
 //   combos(sizes)        reads COUNTS and RADS of its sizes, enumerates the index tuples of
 //                        its partition and, for each paraffin, fetches the descriptions of its
 //                        radicals (split-phase), adding a hash of them; returns (count, hash)
@@ -65,7 +65,7 @@ constexpr word radical_id(word size, word index) {
 constexpr word radical_hash(word description, word t) {
     return mix(description + t * 0x632BE59BD9B4E019ULL);
 }
-/// What para_main adds for size m.
+/// What para(m) adds to the result, with the hash sum of its paraffins.
 constexpr word size_hash(word m, word count) {
     return mix(m << 32 | count);
 }
@@ -122,7 +122,7 @@ void main_in_rad_done(frame& f, std::span<const word>) {
     f.post(m_t_done);
 }
 void main_in_para_done(frame& f, std::span<const word> a) {
-    f.slot(m_value) += size_hash(a[0], a[1]) + a[2];
+    f.slot(m_value) += a[0];
     f.post(m_t_done);
 }
 
@@ -327,8 +327,8 @@ void para_ended(frame& f) {
     if (f.slot(x_got) == f.slot(x_pos)) f.fork(p_t_report);
 }
 void para_report(frame& f) {
-    f.send(frame_ref::from(f.slot(x_main)), m_in_para_done,
-           {f.slot(x_size), f.slot(x_count), f.slot(x_acc)});
+    const word value = size_hash(f.slot(x_size), f.slot(x_count)) + f.slot(x_acc);
+    f.send(frame_ref::from(f.slot(x_main)), m_in_para_done, {value});
     f.release();
 }
 void para_in_args(frame& f, std::span<const word> a) {
@@ -532,6 +532,6 @@ am::tam::result run(am::context& ctx, int n, const am::tam::options& opt) {
 }
 
 extern const app paraffins_app;
-const app paraffins_app{"paraffins", "paraffins", 13, 17, run, paraffins_reference};
+const app paraffins_app{"paraffins", "paraffins", 13, 22, run, paraffins_reference};
 
 }  // namespace tam_apps

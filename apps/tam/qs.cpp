@@ -329,6 +329,6 @@ void quicksort(std::vector<std::uint64_t>& a, std::size_t lo, std::size_t hi) {
 }
 
 extern const app qs_app;
-const app qs_app{"qs", "quicksort", 100, 300000, run, qs_reference};
+const app qs_app{"qs", "quicksort", 100, 400000, run, qs_reference};
 
 }  // namespace tam_apps

@@ -238,6 +238,6 @@ am::tam::result run(am::context& ctx, int n, const am::tam::options& opt) {
 }
 
 extern const app ss_app;
-const app ss_app{"ss", "selection sort", 100, 7000, run, ss_reference};
+const app ss_app{"ss", "selection sort", 100, 8000, run, ss_reference};
 
 }  // namespace tam_apps
