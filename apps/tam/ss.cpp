@@ -133,10 +133,11 @@ void sort_in_args(frame& f, std::span<const word> a) {
 // arrived (inlet) and element i-1 has been consumed (fork from consume<J-1>).
 constexpr unsigned window = 4;
 enum : unsigned { c_caller, c_array, c_n, c_pos, c_sum, c_prev, c_sorted, c_val };
+enum : am::tam::inlet_id { c_in_args, c_in_value };
 enum : am::tam::thread_id { c_t_start, c_t_report, c_t_consume };
 
 void check_fetch(frame& f, word i, unsigned j) {
-    f.ifetch(istruct_ref::from(f.slot(c_array)), static_cast<std::uint32_t>(i), 1, j);
+    f.ifetch(istruct_ref::from(f.slot(c_array)), static_cast<std::uint32_t>(i), c_in_value, j);
 }
 void check_start(frame& f) {
     for (unsigned j = 0; j < window && j < f.slot(c_n); ++j) check_fetch(f, j, j);
