@@ -6,6 +6,8 @@
 
 #include "tam_apps.hpp"
 
+#include <chrono>
+#include <cstdio>
 #include <string>
 
 namespace {
@@ -19,7 +21,22 @@ void check_app(const tam_test& t, const char* name, policy p) {
     const word expected = a.reference(a.paper_arg);
     watchdog dog(std::string("tam app ") + name, 50);
     const int rc = t.job([&](am::context& ctx) {
+        const auto t0 = std::chrono::steady_clock::now();
         const am::tam::result res = a.run(ctx, a.paper_arg, opts(p));
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        if (ctx.rank() == 0) {
+            std::printf(
+                "%s(%d) %s on %d ranks: %.1f ms, threads %llu, quanta %llu, inlets %llu, "
+                "messages %llu (%llu remote)\n",
+                name, a.paper_arg, am::tam::to_string(p), ctx.size(), ms,
+                static_cast<unsigned long long>(res.total.threads),
+                static_cast<unsigned long long>(res.total.quanta),
+                static_cast<unsigned long long>(res.total.inlets),
+                static_cast<unsigned long long>(res.total.messages),
+                static_cast<unsigned long long>(res.total.remote_messages));
+        }
         EXPECT_TRUE(res.finished) << name << " rank " << ctx.rank();
         EXPECT_EQ(res.value, expected) << name << "(" << a.paper_arg << ") rank " << ctx.rank();
         EXPECT_GT(res.total.threads, 0u);
