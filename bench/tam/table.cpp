@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+// tam_table's default mode: each program under each policy, and its sequential reference, in
+// a child process of this program (--worker, --reference) run under callgrind with the
+// paper's caches; then Table 2 beside the paper's, the direct-mapped ratios, the counts and
+// the scheduling overhead.
+#include "callgrind.hpp"
+#include "paper_table2.hpp"
+#include "tam_table.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace am::bench::tam_table {
+namespace {
+
+/// What callgrind counts: all of am::tam::run (the public entry point: the scheduler, the
+/// threads and inlets, the layer's messages, frames and termination), nothing of the program's
+/// construction before it. Matching the signature's start keeps any other am::tam::run... out
+/// of the pattern: callgrind *toggles* at every entry of a matching function, so a nested
+/// match would switch counting off.
+constexpr const char* tam_toggle = "am::tam::run(am::context&*";
+constexpr const char* reference_toggle = "tam_table_reference(*";
+
+constexpr cache_kind caches[] = {cache_kind::four_way, cache_kind::direct};
+constexpr am::tam::policy policies[] = {am::tam::policy::message_driven,
+                                        am::tam::policy::active_messages};
+
+/// What a worker wrote into its --stats-out file.
+struct run_stats {
+    std::map<std::string, std::uint64_t> v;
+    [[nodiscard]] std::uint64_t at(const char* key) const {
+        const auto it = v.find(key);
+        return it == v.end() ? 0 : it->second;
+    }
+};
+
+run_stats read_stats(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("the worker wrote no " + path);
+    run_stats s;
+    std::string key;
+    for (std::uint64_t value = 0; in >> key >> value;) s.v[key] = value;
+    return s;
+}
+
+/// One program (or reference) run, measured with each cache.
+struct measured {
+    run_stats st;
+    counts c[2];  // by cache_kind
+    [[nodiscard]] const counts& four() const { return c[0]; }
+    [[nodiscard]] const counts& direct() const { return c[1]; }
+    [[nodiscard]] double threads() const { return double(st.at("threads")); }
+    [[nodiscard]] double quanta() const { return double(st.at("quanta")); }
+    [[nodiscard]] double tpq() const { return quanta() > 0 ? threads() / quanta() : 0; }
+    [[nodiscard]] double ipt() const { return threads() > 0 ? double(four().ir) / threads() : 0; }
+    [[nodiscard]] double ipq() const { return quanta() > 0 ? double(four().ir) / quanta() : 0; }
+};
+
+struct program_result {
+    const tam_apps::app* a;
+    int n;
+    am::tam::word want;  // the reference's value, computed in this process
+    measured seq;        // the reference (4-way only)
+    measured pol[2];     // by `policies`: md, am
+    [[nodiscard]] bool correct(int i) const {
+        return pol[i].st.at("finished") == 1 && pol[i].st.at("value") == want;
+    }
+    [[nodiscard]] double ratio(cache_kind k, unsigned cost) const {
+        const int c = k == cache_kind::four_way ? 0 : 1;
+        return pol[0].c[c].cycles(cost) / pol[1].c[c].cycles(cost);
+    }
+};
+
+std::string self_exe() {
+    std::vector<char> buf(4096);
+    const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+    if (n <= 0) throw std::runtime_error("cannot read /proc/self/exe");
+    return std::string(buf.data(), static_cast<std::size_t>(n));
+}
+
+class work_dir {
+  public:
+    explicit work_dir(const std::string& keep) : _keep(!keep.empty()) {
+        if (_keep) {
+            std::filesystem::create_directories(keep);
+            _path = keep;
+            return;
+        }
+        std::string tmpl = "/tmp/tam_table.XXXXXX";
+        if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        _path = tmpl;
+    }
+    ~work_dir() {
+        std::error_code ec;
+        if (!_keep) std::filesystem::remove_all(_path, ec);
+    }
+    work_dir(const work_dir&) = delete;
+    work_dir& operator=(const work_dir&) = delete;
+    [[nodiscard]] const std::string& path() const { return _path; }
+
+  private:
+    bool _keep;
+    std::string _path;
+};
+
+struct runner {
+    const plan& p;
+    std::string valgrind, exe, dir;
+
+    measured run(const std::vector<std::string>& args, const char* toggle, const std::string& tag,
+                 bool both_caches) const {
+        measured m;
+        for (const cache_kind k : caches) {
+            if (k == cache_kind::direct && !both_caches) break;
+            const std::string t = tag + "." + to_string(k);
+            std::vector<std::string> prog{exe};
+            prog.insert(prog.end(), args.begin(), args.end());
+            prog.insert(prog.end(), {"--stats-out", dir + "/" + t + ".stats"});
+            if (p.verbose) {
+                std::string cmd;
+                for (const auto& w :
+                     callgrind_argv(valgrind, k, toggle, dir + "/" + t + ".out", prog)) {
+                    cmd += (cmd.empty() ? "" : " ") + w;
+                }
+                std::fprintf(stderr, "tam_table: %s\n", cmd.c_str());
+            }
+            m.c[k == cache_kind::four_way ? 0 : 1] = measure(valgrind, k, toggle, prog, dir, t);
+            run_stats s = read_stats(dir + "/" + t + ".stats");
+            if (k == cache_kind::direct && s.v != m.st.v) {
+                std::fprintf(stderr,
+                             "tam_table: warning: %s: the direct-mapped run's stats differ "
+                             "from the 4-way run's\n",
+                             tag.c_str());
+            }
+            if (k == cache_kind::four_way) m.st = std::move(s);
+        }
+        return m;
+    }
+
+    program_result program(const tam_apps::app& a) const {
+        program_result r{&a, argument(p, a), a.reference(argument(p, a)), {}, {}};
+        const std::string n = std::to_string(r.n);
+        std::fprintf(stderr, "tam_table: %s %d: reference\n", a.name, r.n);
+        r.seq = run({"--reference", a.name, "--arg", n}, reference_toggle,
+                    std::string(a.name) + ".seq", false);
+        for (int i = 0; i < 2; ++i) {
+            const char* pol = am::tam::to_string(policies[i]);
+            std::fprintf(stderr, "tam_table: %s %d: %s, 4-way and direct-mapped\n", a.name, r.n,
+                         pol);
+            r.pol[i] = run({"--worker", a.name, "--policy", pol, "--arg", n}, tam_toggle,
+                           std::string(a.name) + "." + pol, true);
+        }
+        return r;
+    }
+};
+
+// ------------------------------------------------------------------------- output
+
+void emit_paper(emitter& out, const paper_row& row) {
+    const std::string tr = "none";
+    out.add({"paper_md", tr, 1, row.program, "tpq", row.tpq_md, row.arg});
+    out.add({"paper_am", tr, 1, row.program, "tpq", row.tpq_am, row.arg});
+    out.add({"paper_md", tr, 1, row.program, "ipt", row.ipt_md, row.arg});
+    out.add({"paper_am", tr, 1, row.program, "ipt", row.ipt_am, row.arg});
+    out.add({"paper_md", tr, 1, row.program, "ipq", row.ipq_md, row.arg});
+    out.add({"paper_am", tr, 1, row.program, "ipq", row.ipq_am, row.arg});
+    const char* metric[] = {"cycle_ratio_miss12", "cycle_ratio_miss24", "cycle_ratio_miss48"};
+    for (int i = 0; i < 3; ++i) {
+        out.add({"paper_md/am", tr, 1, row.program, metric[i], row.ratio[i], row.arg, "4way"});
+    }
+}
+
+void emit_ours(emitter& out, const program_result& r) {
+    const std::string tr = "threads";
+    const char* op = r.a->name;
+    const int n = r.n;
+    const char* cycles[2][3] = {{"cycles_miss12", "cycles_miss24", "cycles_miss48"},
+                                {"cycles_miss12_dm", "cycles_miss24_dm", "cycles_miss48_dm"}};
+    const char* ratios[2][3] = {
+        {"cycle_ratio_miss12", "cycle_ratio_miss24", "cycle_ratio_miss48"},
+        {"cycle_ratio_miss12_dm", "cycle_ratio_miss24_dm", "cycle_ratio_miss48_dm"}};
+    const char* i1[2] = {"i1_misses", "i1_misses_dm"};
+    const char* d1[2] = {"d1_misses", "d1_misses_dm"};
+    out.add({"seq", tr, 1, op, "instructions", double(r.seq.four().ir), n});
+    for (int c = 0; c < 3; ++c) {
+        out.add({"seq", tr, 1, op, cycles[0][c], r.seq.four().cycles(miss_costs[c]), n, "4way"});
+    }
+    for (int i = 0; i < 2; ++i) {
+        const measured& m = r.pol[i];
+        const char* sys = am::tam::to_string(policies[i]);
+        out.add({sys, tr, 1, op, "correct", r.correct(i) ? 1.0 : 0.0, n, "none", r.correct(i)});
+        out.add({sys, tr, 1, op, "tpq", m.tpq(), n});
+        out.add({sys, tr, 1, op, "ipt", m.ipt(), n});
+        out.add({sys, tr, 1, op, "ipq", m.ipq(), n});
+        for (const char* k : {"threads", "quanta", "inlets", "messages", "frames"}) {
+            out.add({sys, tr, 1, op, k, double(m.st.at(k)), n});
+        }
+        out.add({sys, tr, 1, op, "instructions", double(m.four().ir), n});
+        out.add(
+            {sys, tr, 1, op, "overhead_vs_seq", double(m.four().ir) / double(r.seq.four().ir), n});
+        for (int k = 0; k < 2; ++k) {
+            const char* cache = to_string(caches[k]);
+            out.add({sys, tr, 1, op, i1[k], double(m.c[k].i1mr), n, cache});
+            out.add({sys, tr, 1, op, d1[k], double(m.c[k].d1mr + m.c[k].d1mw), n, cache});
+            for (int c = 0; c < 3; ++c) {
+                out.add({sys, tr, 1, op, cycles[k][c], m.c[k].cycles(miss_costs[c]), n, cache});
+            }
+        }
+    }
+    out.add({"md/am", tr, 1, op, "instruction_ratio",
+             double(r.pol[0].four().ir) / double(r.pol[1].four().ir), n});
+    for (int k = 0; k < 2; ++k) {
+        for (int c = 0; c < 3; ++c) {
+            out.add({"md/am", tr, 1, op, ratios[k][c], r.ratio(caches[k], miss_costs[c]), n,
+                     to_string(caches[k])});
+        }
+    }
+}
+
+/// A figure in at most 8 characters: 3 significant digits below 1000, whole numbers above.
+std::string fig(double v) {
+    char buf[32];
+    if (v < 1000) {
+        std::snprintf(buf, sizeof buf, "%.3g", v);
+    } else {
+        std::snprintf(buf, sizeof buf, "%.0f", v);
+    }
+    return buf;
+}
+
+double geomean(const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += std::log(x);
+    return v.empty() ? 0 : std::exp(s / static_cast<double>(v.size()));
+}
+
+void print_table2(const std::vector<program_result>& rs) {
+    std::FILE* o = stderr;
+    std::fprintf(o,
+                 "\nTable 2: one rank; MD/AM = cycles of the message-driven over the Active "
+                 "Messages policy,\n8 KiB 4-way set-associative I and D caches, 64-byte lines, "
+                 "miss cost 12/24/48 cycles\n(paper: J-Machine MDP; ours: x86-64 under "
+                 "callgrind, am::tam::run only)\n\n");
+    std::fprintf(o, "%-10s %4s %-6s %8s %8s %7s %7s %8s %8s  %5s %5s %5s\n", "program", "arg",
+                 "source", "TPQ MD", "TPQ AM", "IPT MD", "IPT AM", "IPQ MD", "IPQ AM", "12", "24",
+                 "48");
+    std::vector<double> g_ours[3], g_paper[3];
+    for (const program_result& r : rs) {
+        if (const paper_row* pr = find_paper_row(r.a->name)) {
+            std::fprintf(o, "%-10s %4d %-6s %8s %8s %7s %7s %8s %8s  %5.2f %5.2f %5.2f\n",
+                         r.a->name, pr->arg, "paper", fig(pr->tpq_md).c_str(),
+                         fig(pr->tpq_am).c_str(), fig(pr->ipt_md).c_str(), fig(pr->ipt_am).c_str(),
+                         fig(pr->ipq_md).c_str(), fig(pr->ipq_am).c_str(), pr->ratio[0],
+                         pr->ratio[1], pr->ratio[2]);
+            for (int c = 0; c < 3; ++c) g_paper[c].push_back(pr->ratio[c]);
+        }
+        const measured& md = r.pol[0];
+        const measured& am = r.pol[1];
+        double q[3];
+        for (int c = 0; c < 3; ++c) {
+            q[c] = r.ratio(cache_kind::four_way, miss_costs[c]);
+            g_ours[c].push_back(q[c]);
+        }
+        std::fprintf(o, "%-10s %4d %-6s %8s %8s %7s %7s %8s %8s  %5.2f %5.2f %5.2f\n", "", r.n,
+                     "ours", fig(md.tpq()).c_str(), fig(am.tpq()).c_str(), fig(md.ipt()).c_str(),
+                     fig(am.ipt()).c_str(), fig(md.ipq()).c_str(), fig(am.ipq()).c_str(), q[0],
+                     q[1], q[2]);
+    }
+    std::fprintf(o, "%-10s %4s %-6s %61s %5.2f %5.2f %5.2f\n", "geomean", "", "paper", "",
+                 geomean(g_paper[0]), geomean(g_paper[1]), geomean(g_paper[2]));
+    std::fprintf(o, "%-10s %4s %-6s %61s %5.2f %5.2f %5.2f\n", "", "", "ours", "",
+                 geomean(g_ours[0]), geomean(g_ours[1]), geomean(g_ours[2]));
+}
+
+void print_direct(const std::vector<program_result>& rs) {
+    std::FILE* o = stderr;
+    std::fprintf(o,
+                 "\nMD/AM cycle ratios, 8 KiB direct-mapped I and D caches, 64-byte lines (the "
+                 "paper's Fig. 5\ndraws these against cache size; it prints no table)\n\n");
+    std::fprintf(o, "%-10s %4s  %5s %5s %5s\n", "program", "arg", "12", "24", "48");
+    for (const program_result& r : rs) {
+        std::fprintf(o, "%-10s %4d  %5.2f %5.2f %5.2f\n", r.a->name, r.n,
+                     r.ratio(cache_kind::direct, 12), r.ratio(cache_kind::direct, 24),
+                     r.ratio(cache_kind::direct, 48));
+    }
+}
+
+void print_counts(const std::vector<program_result>& rs) {
+    std::FILE* o = stderr;
+    std::fprintf(o,
+                 "\nCounts (callgrind inside am::tam::run; misses with the 4-way caches, then "
+                 "direct-mapped)\n\n");
+    std::fprintf(o, "%-10s %-3s %9s %9s %9s %9s %11s %9s %9s %9s %9s\n", "program", "pol",
+                 "threads", "quanta", "inlets", "messages", "instr", "I1 miss", "D1 miss", "I1 dm",
+                 "D1 dm");
+    for (const program_result& r : rs) {
+        for (int i = 0; i < 2; ++i) {
+            const measured& m = r.pol[i];
+            std::fprintf(o, "%-10s %-3s %9llu %9llu %9llu %9llu %11llu %9llu %9llu %9llu %9llu\n",
+                         r.a->name, am::tam::to_string(policies[i]),
+                         static_cast<unsigned long long>(m.st.at("threads")),
+                         static_cast<unsigned long long>(m.st.at("quanta")),
+                         static_cast<unsigned long long>(m.st.at("inlets")),
+                         static_cast<unsigned long long>(m.st.at("messages")),
+                         static_cast<unsigned long long>(m.four().ir),
+                         static_cast<unsigned long long>(m.four().i1mr),
+                         static_cast<unsigned long long>(m.four().d1mr + m.four().d1mw),
+                         static_cast<unsigned long long>(m.direct().i1mr),
+                         static_cast<unsigned long long>(m.direct().d1mr + m.direct().d1mw));
+        }
+    }
+}
+
+void print_overhead(const std::vector<program_result>& rs) {
+    std::FILE* o = stderr;
+    std::fprintf(o,
+                 "\nScheduling overhead on one rank: instructions of am::tam::run over those of "
+                 "the sequential\nreference (goal: at most 2x on mmt, dtw, wavefront)\n\n");
+    std::fprintf(o, "%-10s %4s %11s %11s %11s %7s %7s  %s\n", "program", "arg", "seq instr",
+                 "MD instr", "AM instr", "MD/seq", "AM/seq", "correct (md, am)");
+    for (const program_result& r : rs) {
+        const double seq = double(r.seq.four().ir);
+        std::fprintf(o, "%-10s %4d %11llu %11llu %11llu %7.2f %7.2f  %s, %s\n", r.a->name, r.n,
+                     static_cast<unsigned long long>(r.seq.four().ir),
+                     static_cast<unsigned long long>(r.pol[0].four().ir),
+                     static_cast<unsigned long long>(r.pol[1].four().ir),
+                     double(r.pol[0].four().ir) / seq, double(r.pol[1].four().ir) / seq,
+                     r.correct(0) ? "yes" : "NO", r.correct(1) ? "yes" : "NO");
+    }
+    std::fprintf(o,
+                 "\ncycles = instructions + (I1 misses + D1 read misses + D1 write misses) x "
+                 "miss cost;\nLRU, write-allocate; write-backs and the levels below L1 are not "
+                 "charged.\n");
+}
+
+}  // namespace
+
+int run_table(const plan& p) {
+    const std::string valgrind = find_valgrind(p.valgrind);
+    if (valgrind.empty()) {
+        std::fprintf(stderr,
+                     "tam_table: valgrind not found%s%s: the table needs callgrind's instruction "
+                     "counts and cache simulation (Debian: apt-get install valgrind). "
+                     "`tam_table --check` runs the programs without it.\n",
+                     p.valgrind.empty() ? " on PATH" : " at ", p.valgrind.c_str());
+        return 2;
+    }
+    const work_dir dir(p.keep);
+    const runner run{p, valgrind, self_exe(), dir.path()};
+    emitter out(p.out);
+    std::vector<program_result> rs;
+    for (const tam_apps::app* a : p.programs) {
+        rs.push_back(run.program(*a));
+        if (const paper_row* pr = find_paper_row(a->name)) emit_paper(out, *pr);
+        emit_ours(out, rs.back());
+    }
+    print_table2(rs);
+    print_direct(rs);
+    print_counts(rs);
+    print_overhead(rs);
+    int wrong = 0;
+    for (const program_result& r : rs) wrong += (r.correct(0) ? 0 : 1) + (r.correct(1) ? 0 : 1);
+    if (wrong != 0) {
+        std::fprintf(stderr, "tam_table: %d wrong result(s)\n", wrong);
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace am::bench::tam_table
