@@ -32,8 +32,8 @@ const app& find(std::string_view name) {
         if (name == a.name) return a;
     std::string known;
     for (const app& a : all()) known += std::string(known.empty() ? "" : ", ") + a.name;
-    throw std::invalid_argument("tam_apps::find: no program '" + std::string(name) + "' (known: " +
-                                known + ")");
+    throw std::invalid_argument("tam_apps::find: no program '" + std::string(name) +
+                                "' (known: " + known + ")");
 }
 
 }  // namespace tam_apps

@@ -9,5 +9,6 @@
 #include <am/handler.hpp>
 #include <am/rpc.hpp>
 #include <am/stats.hpp>
+#include <am/tam.hpp>
 #include <am/typed.hpp>
 #include <am/window.hpp>

@@ -123,7 +123,7 @@ struct thread_def {
 
 struct codeblock_def {
     std::string name;
-    unsigned slots = 0;              // words of the frame
+    unsigned slots = 0;               // words of the frame
     std::vector<thread_def> threads;  // at most 65535
     std::vector<inlet_fn> inlets;     // at most 65535
 };

@@ -6,6 +6,7 @@
 #include "../msg/msg_layer.hpp"
 #include "../oam/oam_sched.hpp"
 #include "../rma/rma_layer.hpp"
+#include "../tam/tam_machine.hpp"
 #include "../typed/typed_layer.hpp"
 #include "../window/window_layer.hpp"
 
@@ -19,6 +20,7 @@ constexpr layer_entry library_layers[] = {
     {&detail::msg_layer::key, &make_layer<detail::msg_layer>},
     {&detail::typed_layer::key, &make_layer<detail::typed_layer>},
     {&detail::window_layer::key, &make_layer<detail::window_layer>},
+    {&tam::detail::machine::key, &make_layer<tam::detail::machine>},
 };
 
 }  // namespace

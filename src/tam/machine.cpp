@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: MIT
+// The TAM scheduler of one rank under the two dispatch policies of the J-Machine study, its
+// messages (inlet messages, frame allocation, I-structure fetch and store) and the end of a
+// run (termination detection over all ranks).
+#include "tam_machine.hpp"
+
+#include "../util/error.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <utility>
+
+namespace am::tam::detail {
+
+using util::fail;
+
+machine::machine(context& ctx, const config& /*cfg*/)
+    : _ctx(ctx),
+      _rank(ctx.rank()),
+      _ranks(ctx.size()),
+      _h(ctx.handler([this](token&, word head, word target, word a0, word a1, word a2, word a3) {
+          on_arrival(message{head, target, {a0, a1, a2, a3}});
+      })) {}
+
+std::string machine::report() const {
+    if (_stats.threads == 0 && _stats.inlets == 0) return {};
+    return "tam: threads " + std::to_string(_stats.threads) + ", quanta " +
+           std::to_string(_stats.quanta) + ", inlets " + std::to_string(_stats.inlets) +
+           ", messages " + std::to_string(_stats.messages) + " (" +
+           std::to_string(_stats.remote_messages) + " remote), frames " +
+           std::to_string(_stats.frames) + "\n";
+}
+
+// ------------------------------------------------------------------------------ frames
+
+frame_ref machine::ref_of(std::uint32_t idx) const noexcept {
+    return frame_ref{word(static_cast<std::uint16_t>(_rank)) << 48 | word{_frames[idx].gen} << 32 |
+                     idx};
+}
+
+std::string machine::describe(frame_ref f) const {
+    std::string s = "frame " + std::to_string(f.index()) + "." + std::to_string(f.generation());
+    if (f.rank() == _rank && f.index() < _frames.size() && _frames[f.index()].cb != nullptr)
+        s += " (codeblock '" + _frames[f.index()].cb->name + "')";
+    return s + " on rank " + std::to_string(f.rank());
+}
+
+void machine::fail_frame(errc code, const char* call, frame_ref f, const std::string& what) const {
+    fail(code, call, _rank, describe(f) + ": " + what);
+}
+
+frame_rec& machine::rec_of(frame_ref f, const char* call) {
+    if (f.index() >= _frames.size()) fail_frame(errc::invalid_argument, call, f, "no such frame");
+    frame_rec& r = _frames[f.index()];
+    if (!r.live || r.gen != f.generation())
+        fail_frame(errc::bad_context, call, f, "the frame has been released");
+    return r;
+}
+
+word& machine::slot(frame_rec& r, frame_ref self, unsigned i) {
+    if (i >= r.slots.size()) [[unlikely]]
+        fail_frame(errc::invalid_argument, "am::tam::frame::slot", self,
+                   "slot " + std::to_string(i) + " out of range (the codeblock has " +
+                       std::to_string(r.slots.size()) + " slots)");
+    return r.slots[i];
+}
+
+void machine::enable(frame_rec& r, frame_ref self, thread_id t, bool from_inlet) {
+    if (t >= r.counts.size()) [[unlikely]]
+        fail_frame(errc::invalid_argument,
+                   from_inlet ? "am::tam::frame::post" : "am::tam::frame::fork", self,
+                   "thread " + std::to_string(t) + " out of range (the codeblock has " +
+                       std::to_string(r.counts.size()) + " threads)");
+    const std::uint32_t entry = r.cb->threads[t].entry;
+    if (entry > 1) {
+        if (--r.counts[t] != 0) return;
+        r.counts[t] = entry;
+    }
+    if (_opt.dispatch == policy::message_driven) {
+        _lcv.emplace_back(self.as_word(), t);
+        return;
+    }
+    r.cv.push_back(t);
+    if (self.index() != _active && !r.queued) {
+        r.queued = true;
+        _ready.push_back(self.index());
+    }
+}
+
+void machine::set_count(frame_rec& r, frame_ref self, thread_id t, std::uint32_t n) {
+    const char* call = "am::tam::frame::set_count";
+    if (t >= r.counts.size())
+        fail_frame(errc::invalid_argument, call, self,
+                   "thread " + std::to_string(t) + " out of range");
+    if (n == 0) fail_frame(errc::invalid_argument, call, self, "an entry count must be at least 1");
+    r.counts[t] = n;
+}
+
+void machine::release(frame_rec& r, frame_ref self) {
+    const char* call = "am::tam::frame::release";
+    if (!r.live || r.gen != self.generation())
+        fail_frame(errc::bad_context, call, self, "the frame is released twice");
+    const bool pending = !r.cv.empty() || std::any_of(_lcv.begin(), _lcv.end(), [&](const auto& e) {
+        return e.first == self.as_word();
+    });
+    if (pending)
+        fail_frame(errc::bad_context, call, self,
+                   "released while threads of it are enabled (they would run on a released frame)");
+    r.live = false;
+    ++r.gen;
+    _free.push_back(self.index());
+    ++_stats.released;
+}
+
+// ---------------------------------------------------------------------------- messages
+
+void machine::post_message(int dest, const message& m, bool system_request) {
+    ++_sent;
+    ++_stats.messages;
+    if (dest == _rank) {
+        (system_request ? _hiq : _msgq).push_back(m);
+        return;
+    }
+    if (dest < 0 || dest >= _ranks)
+        fail(errc::bad_rank, "am::tam", _rank,
+             "destination rank " + std::to_string(dest) + " out of range (the job has " +
+                 std::to_string(_ranks) + " ranks)");
+    ++_stats.remote_messages;
+    _ctx.request(dest, _h, m.head, m.target, m.a[0], m.a[1], m.a[2], m.a[3]);
+}
+
+namespace {
+void copy_args(message& m, std::initializer_list<word> args, const char* call, int rank) {
+    if (args.size() > max_args)
+        fail(errc::too_large, call, rank,
+             std::to_string(args.size()) + " argument words (at most " + std::to_string(max_args) +
+                 ")");
+    std::copy(args.begin(), args.end(), m.a);
+}
+}  // namespace
+
+void machine::send(frame_ref from, frame_ref to, inlet_id in, std::initializer_list<word> args) {
+    const char* call = "am::tam::frame::send";
+    message m;
+    copy_args(m, args, call, _rank);
+    if (!to.valid()) fail_frame(errc::invalid_argument, call, from, "send to a null frame_ref");
+    m.head = message::make_head(message::inlet, static_cast<unsigned>(args.size()), in, 0);
+    m.target = to.as_word();
+    post_message(to.rank(), m, false);
+}
+
+void machine::call(frame_ref from, codeblock_id cb, int rank, inlet_id in,
+                   std::initializer_list<word> args) {
+    const char* callname = "am::tam::frame::call";
+    message m;
+    copy_args(m, args, callname, _rank);
+    if (cb >= _prog->size())
+        fail_frame(errc::invalid_argument, callname, from,
+                   "codeblock " + std::to_string(cb) + " out of range (the program has " +
+                       std::to_string(_prog->size()) + ")");
+    if (in >= _prog->at(cb).inlets.size())
+        fail_frame(errc::invalid_argument, callname, from,
+                   "inlet " + std::to_string(in) + " out of range (codeblock '" +
+                       _prog->at(cb).name + "' has " + std::to_string(_prog->at(cb).inlets.size()) +
+                       " inlets)");
+    m.head = message::make_head(message::call, static_cast<unsigned>(args.size()), in, cb);
+    post_message(rank, m, true);
+}
+
+void machine::ifetch(frame_ref from, istruct_ref a, std::uint32_t i, inlet_id in, word tag) {
+    message m;
+    m.head = message::make_head(message::fetch, 2, in, _frames[from.index()].cbid);
+    m.target = word{i} << 32 | a.id();
+    m.a[0] = from.as_word();
+    m.a[1] = tag;
+    post_message(a.rank(), m, true);
+}
+
+void machine::istore(frame_ref from, istruct_ref a, std::uint32_t i, word value) {
+    message m;
+    m.head = message::make_head(message::store, 2, 0, _frames[from.index()].cbid);
+    m.target = word{i} << 32 | a.id();
+    m.a[0] = value;
+    m.a[1] = from.as_word();
+    post_message(a.rank(), m, true);
+}
+
+istruct_ref machine::ialloc(std::uint32_t length) {
+    istruct_rec s;
+    s.values.assign(length, 0);
+    s.full.assign(length, 0);
+    _istructs.push_back(std::move(s));
+    return istruct_ref{word(static_cast<std::uint16_t>(_rank)) << 48 | (_istructs.size() - 1)};
+}
+
+void machine::finish(frame_ref /*from*/, word value) {
+    _result = value;
+    ++_finished;
+}
+
+// ------------------------------------------------------------------ arrival and system work
+
+void machine::on_arrival(const message& m) {
+    // A handler: may run on a progress thread. Only the inbox is shared.
+    const std::lock_guard<std::mutex> g(_inbox_lock);
+    _inbox.push_back(m);
+    _inbox_full.store(true, std::memory_order_release);
+}
+
+void machine::take_inbox() {
+    if (!_inbox_full.load(std::memory_order_acquire)) return;
+    {
+        const std::lock_guard<std::mutex> g(_inbox_lock);
+        _inbox_taken.swap(_inbox);
+        _inbox_full.store(false, std::memory_order_relaxed);
+    }
+    for (const message& m : _inbox_taken) {
+        if (m.what() != message::inlet) {
+            system(m);
+        } else if (_opt.dispatch == policy::message_driven) {
+            _msgq.push_back(m);
+        } else {
+            deliver(m);
+        }
+    }
+    _inbox_taken.clear();
+}
+
+void machine::system(const message& m) {
+    switch (m.what()) {
+        case message::call:
+            allocate(m);
+            break;
+        case message::fetch:
+            serve_fetch(m);
+            break;
+        case message::store:
+            serve_store(m);
+            break;
+        default:
+            fail(errc::invalid_argument, "am::tam", _rank,
+                 "a message of unknown kind " + std::to_string(m.what()));
+    }
+}
+
+void machine::allocate(const message& m) {
+    const codeblock_id cb = m.codeblock();
+    const codeblock_def& def = _prog->at(cb);
+    std::uint32_t idx;
+    if (!_free.empty()) {
+        idx = _free.back();
+        _free.pop_back();
+    } else {
+        idx = static_cast<std::uint32_t>(_frames.size());
+        _frames.emplace_back();
+    }
+    frame_rec& r = _frames[idx];
+    r.cb = &def;
+    r.cbid = cb;
+    r.live = true;
+    r.queued = false;
+    r.slots.assign(def.slots, 0);
+    r.counts.resize(def.threads.size());
+    for (std::size_t t = 0; t < def.threads.size(); ++t) r.counts[t] = def.threads[t].entry;
+    r.cv.clear();
+    ++_stats.frames;
+    // The arguments go to the inlet as an inlet message: at once (AM), or queued (MD).
+    message in = m;
+    in.head = message::make_head(message::inlet, m.nargs(), m.inlet_index(), 0);
+    in.target = ref_of(idx).as_word();
+    if (_opt.dispatch == policy::message_driven) {
+        _msgq.push_back(in);
+    } else {
+        deliver(in);
+    }
+}
+
+void machine::serve_fetch(const message& m) {
+    const auto id = static_cast<std::uint32_t>(m.target);
+    const auto i = static_cast<std::uint32_t>(m.target >> 32);
+    const frame_ref reader_frame = frame_ref::from(m.a[0]);
+    if (id >= _istructs.size() || i >= _istructs[id].values.size())
+        fail(errc::invalid_argument, "am::tam::frame::ifetch", _rank,
+             "element " + std::to_string(i) + " of I-structure " + std::to_string(id) +
+                 " out of range (read by " + describe(reader_frame) + ")");
+    istruct_rec& s = _istructs[id];
+    ++_stats.fetches;
+    ++_handled;
+    if (s.full[i] != 0) {
+        message reply;
+        reply.head = message::make_head(message::inlet, 2, m.inlet_index(), 0);
+        reply.target = m.a[0];
+        reply.a[0] = s.values[i];
+        reply.a[1] = m.a[1];
+        post_message(reader_frame.rank(), reply, false);
+        return;
+    }
+    ++_stats.deferred;
+    s.waiting[i].push_back(reader{m.a[0], m.a[1], m.inlet_index(), m.codeblock()});
+}
+
+void machine::serve_store(const message& m) {
+    const auto id = static_cast<std::uint32_t>(m.target);
+    const auto i = static_cast<std::uint32_t>(m.target >> 32);
+    const frame_ref writer = frame_ref::from(m.a[1]);
+    if (id >= _istructs.size() || i >= _istructs[id].values.size())
+        fail(errc::invalid_argument, "am::tam::frame::istore", _rank,
+             "element " + std::to_string(i) + " of I-structure " + std::to_string(id) +
+                 " out of range (written by " + describe(writer) + ", codeblock '" +
+                 _prog->at(m.codeblock()).name + "')");
+    istruct_rec& s = _istructs[id];
+    if (s.full[i] != 0)
+        fail(errc::invalid_argument, "am::tam::frame::istore", _rank,
+             "element " + std::to_string(i) + " of I-structure " + std::to_string(id) +
+                 " written twice (the second time by frame " + std::to_string(writer.index()) +
+                 "." + std::to_string(writer.generation()) + " (codeblock '" +
+                 _prog->at(m.codeblock()).name + "') on rank " + std::to_string(writer.rank()) +
+                 ")");
+    ++_stats.stores;
+    ++_handled;
+    s.values[i] = m.a[0];
+    s.full[i] = 1;
+    const auto w = s.waiting.find(i);
+    if (w == s.waiting.end()) return;
+    const std::vector<reader> readers = std::move(w->second);
+    s.waiting.erase(w);
+    for (const reader& r : readers) {
+        message reply;
+        reply.head = message::make_head(message::inlet, 2, r.in, 0);
+        reply.target = r.frame;
+        reply.a[0] = m.a[0];
+        reply.a[1] = r.tag;
+        post_message(frame_ref::from(r.frame).rank(), reply, false);
+    }
+}
+
+void machine::deliver(const message& m) {
+    const char* call = "am::tam inlet";
+    const frame_ref f = frame_ref::from(m.target);
+    if (f.index() >= _frames.size() || !_frames[f.index()].live ||
+        _frames[f.index()].gen != f.generation())
+        fail_frame(errc::bad_context, call, f,
+                   "a message for inlet " + std::to_string(m.inlet_index()) +
+                       " arrived after the frame was released");
+    frame_rec& r = _frames[f.index()];
+    const inlet_id in = m.inlet_index();
+    if (in >= r.cb->inlets.size())
+        fail_frame(errc::invalid_argument, call, f,
+                   "inlet " + std::to_string(in) + " out of range (the codeblock has " +
+                       std::to_string(r.cb->inlets.size()) + " inlets)");
+    ++_stats.inlets;
+    ++_handled;
+    frame view = frame_access::make(this, &r, f, true);
+    r.cb->inlets[in](view, std::span<const word>(m.a, m.nargs()));
+}
+
+// ---------------------------------------------------------------------------- scheduler
+
+void machine::run_thread(std::uint32_t idx, thread_id t) {
+    frame_rec& r = _frames[idx];
+    const frame_ref f = ref_of(idx);
+    ++_stats.threads;
+    if (f.as_word() != _last_frame) {
+        ++_stats.quanta;
+        _last_frame = f.as_word();
+    }
+    frame view = frame_access::make(this, &r, f, false);
+    r.cb->threads[t].fn(view);
+}
+
+void machine::poll_point() {
+    if (_multi && ++_since_poll >= _opt.poll_every) {
+        _since_poll = 0;
+        core::poll(_ctx);
+        take_inbox();
+    }
+    while (!_hiq.empty()) {
+        const message m = _hiq.front();
+        _hiq.pop_front();
+        system(m);
+    }
+    if (_opt.dispatch == policy::active_messages) {
+        while (!_msgq.empty()) {
+            const message m = _msgq.front();
+            _msgq.pop_front();
+            deliver(m);
+            while (!_hiq.empty()) {
+                const message s = _hiq.front();
+                _hiq.pop_front();
+                system(s);
+            }
+        }
+    }
+}
+
+bool machine::step_am() {
+    poll_point();
+    if (_active != ~0u) {
+        frame_rec& r = _frames[_active];
+        if (!r.cv.empty()) {
+            const thread_id t = r.cv.back();
+            r.cv.pop_back();
+            run_thread(_active, t);
+            return true;
+        }
+        _active = ~0u;
+    }
+    if (_ready.empty()) return false;
+    _active = _ready.front();
+    _ready.pop_front();
+    _frames[_active].queued = false;
+    return true;
+}
+
+bool machine::step_md() {
+    poll_point();
+    if (!_lcv.empty()) {
+        const auto [fw, t] = _lcv.back();
+        _lcv.pop_back();
+        const frame_ref f = frame_ref::from(fw);
+        rec_of(f, "am::tam thread");
+        run_thread(f.index(), t);
+        return true;
+    }
+    if (_msgq.empty()) return false;
+    const message m = _msgq.front();
+    _msgq.pop_front();
+    deliver(m);
+    return true;
+}
+
+bool machine::step() {
+    return _opt.dispatch == policy::active_messages ? step_am() : step_md();
+}
+
+void machine::work_until_idle() {
+    while (step()) {
+    }
+}
+
+}  // namespace am::tam::detail

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+// The TAM machine of one rank: its frames, I-structures, queues and the two-level scheduler,
+// under either dispatch policy (docs/tam.md). Everything here is touched only by the rank's
+// own thread: the core's handler only appends arrived messages to an inbox, which the
+// scheduler drains at its poll points.
+#pragma once
+
+#include <am/config.hpp>
+#include <am/context.hpp>
+#include <am/core/layer.hpp>
+#include <am/tam.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace am::tam {
+namespace detail {
+class machine;
+struct frame_rec;
+}  // namespace detail
+
+/// Makes and opens frame views (the public class keeps its members private).
+struct frame_access {
+    static frame make(detail::machine* m, detail::frame_rec* r, frame_ref f, bool inlet) noexcept {
+        frame v;
+        v._machine = m;
+        v._rec = r;
+        v._ref = f;
+        v._inlet = inlet;
+        return v;
+    }
+    static detail::machine& machine_of(const frame& f) noexcept {
+        return *static_cast<detail::machine*>(f._machine);
+    }
+    static detail::frame_rec& rec_of(const frame& f) noexcept {
+        return *static_cast<detail::frame_rec*>(f._rec);
+    }
+    static bool is_inlet(const frame& f) noexcept { return f._inlet; }
+};
+
+}  // namespace am::tam
+
+namespace am::tam::detail {
+
+/// A message: inlet messages and system requests (local ones never leave the rank).
+struct message {
+    enum kind : std::uint8_t { inlet = 1, call = 2, fetch = 3, store = 4 };
+    word head = 0;    // kind | nargs << 8 | inlet << 16 | codeblock << 32
+    word target = 0;  // inlet: frame word; fetch/store: index << 32 | I-structure id
+    word a[max_args] = {};
+
+    static word make_head(kind k, unsigned nargs, inlet_id in, codeblock_id cb) noexcept {
+        return word{k} | word{nargs} << 8 | word{in} << 16 | word{cb} << 32;
+    }
+    [[nodiscard]] kind what() const noexcept { return static_cast<kind>(head & 0xff); }
+    [[nodiscard]] unsigned nargs() const noexcept { return (head >> 8) & 0xff; }
+    [[nodiscard]] inlet_id inlet_index() const noexcept {
+        return static_cast<inlet_id>(head >> 16);
+    }
+    [[nodiscard]] codeblock_id codeblock() const noexcept {
+        return static_cast<codeblock_id>(head >> 32);
+    }
+};
+
+struct frame_rec {
+    const codeblock_def* cb = nullptr;  // kept after release, for error texts
+    codeblock_id cbid = 0;
+    std::uint16_t gen = 0;
+    bool live = false;
+    bool queued = false;  // in the ready queue (AM)
+    std::vector<word> slots;
+    std::vector<std::uint32_t> counts;  // remaining entry count per thread
+    std::vector<thread_id> cv;          // enabled threads (AM: the RCV; the LCV while active)
+};
+
+struct reader {
+    word frame;  // frame word of the reader
+    word tag;
+    inlet_id in;
+    codeblock_id cb;
+};
+
+struct istruct_rec {
+    std::vector<word> values;
+    std::vector<std::uint8_t> full;
+    std::unordered_map<std::uint32_t, std::vector<reader>> waiting;
+};
+
+class machine final : public core::layer {
+  public:
+    static constexpr core::key key{"TAM"};
+
+    machine(context& ctx, const config& cfg);
+    [[nodiscard]] std::string report() const override;
+
+    result run(const program& prog, codeblock_id root, std::initializer_list<word> args,
+               const options& opt);
+
+    // ---- what a frame view calls (frame.cpp)
+    word& slot(frame_rec& r, frame_ref self, unsigned i);
+    void enable(frame_rec& r, frame_ref self, thread_id t, bool from_inlet);
+    void set_count(frame_rec& r, frame_ref self, thread_id t, std::uint32_t n);
+    void send(frame_ref from, frame_ref to, inlet_id in, std::initializer_list<word> args);
+    void call(frame_ref from, codeblock_id cb, int rank, inlet_id in,
+              std::initializer_list<word> args);
+    void ifetch(frame_ref from, istruct_ref a, std::uint32_t i, inlet_id in, word tag);
+    void istore(frame_ref from, istruct_ref a, std::uint32_t i, word value);
+    istruct_ref ialloc(std::uint32_t length);
+    void release(frame_rec& r, frame_ref self);
+    void finish(frame_ref from, word value);
+    [[nodiscard]] int rank() const noexcept { return _rank; }
+    [[nodiscard]] int ranks() const noexcept { return _ranks; }
+    /// "frame 3.1 (codeblock 'qs') on rank 0"
+    [[nodiscard]] std::string describe(frame_ref f) const;
+    [[noreturn]] void fail_frame(errc code, const char* call, frame_ref f,
+                                 const std::string& what) const;
+
+  private:
+    void begin(const program& prog, const options& opt);
+    void check_program(const program& prog);
+    void start_root(codeblock_id root, std::initializer_list<word> args);
+    void terminate();
+    result finish_run();
+    std::string unsatisfied_reads(std::uint64_t& count) const;
+
+    // scheduler
+    bool step();  // one unit of work; false when there is none
+    bool step_am();
+    bool step_md();
+    void work_until_idle();
+    void poll_point();
+    void take_inbox();
+    void run_thread(std::uint32_t idx, thread_id t);
+    void deliver(const message& m);
+    void system(const message& m);
+    void allocate(const message& m);
+    void serve_fetch(const message& m);
+    void serve_store(const message& m);
+    void post_message(int dest, const message& m, bool system_request);
+
+    frame_rec& rec_of(frame_ref f, const char* call);
+    frame_ref ref_of(std::uint32_t idx) const noexcept;
+
+    // core side
+    void on_arrival(const message& m);
+
+    context& _ctx;
+    int _rank;
+    int _ranks;
+    am::handler<category::short_am, word, word, word, word, word, word> _h;
+
+    const program* _prog = nullptr;
+    options _opt;
+    bool _multi = false;
+    unsigned _since_poll = 0;
+
+    std::vector<frame_rec> _frames;  // reserved up front; grows only between threads
+    std::vector<std::uint32_t> _free;
+    std::deque<std::uint32_t> _ready;              // AM: frames with enabled threads
+    std::uint32_t _active = ~0u;                   // AM: the frame whose CV is the LCV
+    std::vector<std::pair<word, thread_id>> _lcv;  // MD: the local continuation vector
+    std::deque<message> _msgq;                     // inlet messages (MD: the task queue)
+    std::deque<message> _hiq;                      // local system requests
+    std::vector<istruct_rec> _istructs;
+    word _last_frame = ~word{0};  // for counting quanta
+
+    std::mutex _inbox_lock;
+    std::vector<message> _inbox;
+    std::vector<message> _inbox_taken;
+    std::atomic<bool> _inbox_full{false};
+
+    std::uint64_t _sent = 0;
+    std::uint64_t _handled = 0;
+    word _result = 0;
+    std::uint64_t _finished = 0;
+    stats _stats;
+};
+
+}  // namespace am::tam::detail
