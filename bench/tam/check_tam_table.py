@@ -54,7 +54,7 @@ def check_line(r, line):
 
 
 def close(a, b, what):
-    if not math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6):
+    if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9):
         fail(f"{what}: {a} != {b}")
 
 
