@@ -196,8 +196,13 @@ result run(context& ctx, const program& prog, codeblock_id root, std::initialize
 class frame {
   public:
     /// Slot `i` of the frame (am::error if out of range). Read and written freely by the
-    /// frame's threads and inlets (the program synchronises them with entry counts).
-    [[nodiscard]] word& slot(unsigned i);
+    /// frame's threads and inlets (the program synchronises them with entry counts). The
+    /// reference is valid while the thread or inlet runs.
+    [[nodiscard]] word& slot(unsigned i) {
+        if (i >= _nslots) [[unlikely]]
+            bad_slot(i);
+        return _slots[i];
+    }
     template <class T>
     [[nodiscard]] T get(unsigned i) {
         return from_word<T>(slot(i));
@@ -212,7 +217,9 @@ class frame {
     /// policy (the frame's CV and the ready queue, or the LCV).
     void fork(thread_id t);
     void post(thread_id t) { fork(t); }
-    /// Sets thread t's remaining entry count (a loop whose trip count is known at run time).
+    /// Sets thread t's remaining entry count to n ≥ 1 (a join whose count is known only at run
+    /// time): the n-th fork/post from now enables it, and its count then starts again at the
+    /// thread's declared entry. Works for synchronising and non-synchronising threads.
     void set_count(thread_id t, std::uint32_t n);
 
     /// Sends `args` to inlet `in` of frame `to` (any rank). Threads only.
@@ -227,7 +234,8 @@ class frame {
     void istore(istruct_ref a, std::uint32_t i, word value);
     /// A new I-structure of `length` empty elements on this rank. Threads only.
     istruct_ref ialloc(std::uint32_t length);
-    /// Releases this frame; nothing may run on it afterwards. Threads only.
+    /// Releases this frame; nothing may run on it afterwards (am::error if threads of it are
+    /// still enabled, or on a second release). Threads only.
     void release();
     /// Ends the program with `value` (returned by run on every rank). Threads only; once.
     void finish(word value);
@@ -240,10 +248,13 @@ class frame {
   private:
     friend struct frame_access;
     frame() = default;
+    [[noreturn]] void bad_slot(unsigned i) const;
+    word* _slots = nullptr;  // the frame's slots (they never move while the frame lives)
+    std::uint32_t _nslots = 0;
+    bool _inlet = false;
+    frame_ref _ref;
     void* _machine = nullptr;
     void* _rec = nullptr;
-    frame_ref _ref;
-    bool _inlet = false;
 };
 
 }  // namespace am::tam

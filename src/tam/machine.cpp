@@ -57,25 +57,30 @@ frame_rec& machine::rec_of(frame_ref f, const char* call) {
     return r;
 }
 
-word& machine::slot(frame_rec& r, frame_ref self, unsigned i) {
-    if (i >= r.slots.size()) [[unlikely]]
-        fail_frame(errc::invalid_argument, "am::tam::frame::slot", self,
-                   "slot " + std::to_string(i) + " out of range (the codeblock has " +
-                       std::to_string(r.slots.size()) + " slots)");
-    return r.slots[i];
+void machine::bad_slot(const frame_rec& r, frame_ref self, unsigned i) const {
+    fail_frame(errc::invalid_argument, "am::tam::frame::slot", self,
+               "slot " + std::to_string(i) + " out of range (the codeblock has " +
+                   std::to_string(r.slots.size()) + " slots)");
+}
+
+void machine::check_live(const frame_rec& r, frame_ref self, const char* call) const {
+    if (!r.live || r.gen != self.generation()) [[unlikely]]
+        fail_frame(errc::bad_context, call, self, "the frame has been released");
 }
 
 void machine::enable(frame_rec& r, frame_ref self, thread_id t, bool from_inlet) {
+    const char* call = from_inlet ? "am::tam::frame::post" : "am::tam::frame::fork";
+    check_live(r, self, call);
     if (t >= r.counts.size()) [[unlikely]]
-        fail_frame(errc::invalid_argument,
-                   from_inlet ? "am::tam::frame::post" : "am::tam::frame::fork", self,
+        fail_frame(errc::invalid_argument, call, self,
                    "thread " + std::to_string(t) + " out of range (the codeblock has " +
                        std::to_string(r.counts.size()) + " threads)");
-    const std::uint32_t entry = r.cb->threads[t].entry;
-    if (entry > 1) {
-        if (--r.counts[t] != 0) return;
-        r.counts[t] = entry;
+    // counts[t] is what is still needed: above 1, this fork/post only counts down.
+    if (r.counts[t] > 1) {
+        --r.counts[t];
+        return;
     }
+    r.counts[t] = r.cb->threads[t].entry;
     if (_opt.dispatch == policy::message_driven) {
         _lcv.emplace_back(self.as_word(), t);
         return;
@@ -89,6 +94,7 @@ void machine::enable(frame_rec& r, frame_ref self, thread_id t, bool from_inlet)
 
 void machine::set_count(frame_rec& r, frame_ref self, thread_id t, std::uint32_t n) {
     const char* call = "am::tam::frame::set_count";
+    check_live(r, self, call);
     if (t >= r.counts.size())
         fail_frame(errc::invalid_argument, call, self,
                    "thread " + std::to_string(t) + " out of range");
@@ -108,7 +114,7 @@ void machine::release(frame_rec& r, frame_ref self) {
                    "released while threads of it are enabled (they would run on a released frame)");
     r.live = false;
     ++r.gen;
-    _free.push_back(self.index());
+    _free[r.cbid].push_back(self.index());
     ++_stats.released;
 }
 
@@ -129,20 +135,19 @@ void machine::post_message(int dest, const message& m, bool system_request) {
     _ctx.request(dest, _h, m.head, m.target, m.a[0], m.a[1], m.a[2], m.a[3]);
 }
 
-namespace {
-void copy_args(message& m, std::initializer_list<word> args, const char* call, int rank) {
+void machine::copy_args(message& m, std::initializer_list<word> args, const char* call,
+                        frame_ref from) const {
     if (args.size() > max_args)
-        fail(errc::too_large, call, rank,
-             std::to_string(args.size()) + " argument words (at most " + std::to_string(max_args) +
-                 ")");
+        fail_frame(errc::too_large, call, from,
+                   std::to_string(args.size()) + " argument words (at most " +
+                       std::to_string(max_args) + ")");
     std::copy(args.begin(), args.end(), m.a);
 }
-}  // namespace
 
 void machine::send(frame_ref from, frame_ref to, inlet_id in, std::initializer_list<word> args) {
     const char* call = "am::tam::frame::send";
     message m;
-    copy_args(m, args, call, _rank);
+    copy_args(m, args, call, from);
     if (!to.valid()) fail_frame(errc::invalid_argument, call, from, "send to a null frame_ref");
     m.head = message::make_head(message::inlet, static_cast<unsigned>(args.size()), in, 0);
     m.target = to.as_word();
@@ -153,7 +158,7 @@ void machine::call(frame_ref from, codeblock_id cb, int rank, inlet_id in,
                    std::initializer_list<word> args) {
     const char* callname = "am::tam::frame::call";
     message m;
-    copy_args(m, args, callname, _rank);
+    copy_args(m, args, callname, from);
     if (cb >= _prog->size())
         fail_frame(errc::invalid_argument, callname, from,
                    "codeblock " + std::to_string(cb) + " out of range (the program has " +
@@ -247,9 +252,10 @@ void machine::allocate(const message& m) {
     const codeblock_id cb = m.codeblock();
     const codeblock_def& def = _prog->at(cb);
     std::uint32_t idx;
-    if (!_free.empty()) {
-        idx = _free.back();
-        _free.pop_back();
+    std::vector<std::uint32_t>& free = _free[cb];  // same codeblock: the vectors fit already
+    if (!free.empty()) {
+        idx = free.back();
+        free.pop_back();
     } else {
         idx = static_cast<std::uint32_t>(_frames.size());
         _frames.emplace_back();

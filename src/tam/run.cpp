@@ -59,8 +59,8 @@ void thread_only(const frame& f, const char* call) {
 }
 }  // namespace
 
-word& frame::slot(unsigned i) {
-    return frame_access::machine_of(*this).slot(frame_access::rec_of(*this), _ref, i);
+void frame::bad_slot(unsigned i) const {
+    frame_access::machine_of(*this).bad_slot(frame_access::rec_of(*this), _ref, i);
 }
 void frame::fork(thread_id t) {
     frame_access::machine_of(*this).enable(frame_access::rec_of(*this), _ref, t, _inlet);
@@ -169,7 +169,7 @@ void machine::begin(const program& prog, const options& opt) {
     _since_poll = 0;
     _frames.clear();
     _frames.reserve(1024);
-    _free.clear();
+    _free.assign(prog.size(), {});
     _ready.clear();
     _active = ~0u;
     _lcv.clear();

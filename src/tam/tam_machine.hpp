@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -26,14 +25,7 @@ struct frame_rec;
 
 /// Makes and opens frame views (the public class keeps its members private).
 struct frame_access {
-    static frame make(detail::machine* m, detail::frame_rec* r, frame_ref f, bool inlet) noexcept {
-        frame v;
-        v._machine = m;
-        v._rec = r;
-        v._ref = f;
-        v._inlet = inlet;
-        return v;
-    }
+    static frame make(detail::machine* m, detail::frame_rec* r, frame_ref f, bool inlet) noexcept;
     static detail::machine& machine_of(const frame& f) noexcept {
         return *static_cast<detail::machine*>(f._machine);
     }
@@ -78,6 +70,54 @@ struct frame_rec {
     std::vector<thread_id> cv;          // enabled threads (AM: the RCV; the LCV while active)
 };
 
+}  // namespace am::tam::detail
+
+namespace am::tam {
+inline frame frame_access::make(detail::machine* m, detail::frame_rec* r, frame_ref f,
+                                bool inlet) noexcept {
+    frame v;
+    v._slots = r->slots.data();
+    v._nslots = static_cast<std::uint32_t>(r->slots.size());
+    v._inlet = inlet;
+    v._ref = f;
+    v._machine = m;
+    v._rec = r;
+    return v;
+}
+}  // namespace am::tam
+
+namespace am::tam::detail {
+
+/// A FIFO on a power-of-two ring that only grows (no allocation per push once warm).
+template <class T>
+class ring {
+  public:
+    [[nodiscard]] bool empty() const noexcept { return _size == 0; }
+    [[nodiscard]] std::size_t size() const noexcept { return _size; }
+    void push_back(const T& v) {
+        if (_size == _buf.size()) grow();
+        _buf[(_head + _size) & (_buf.size() - 1)] = v;
+        ++_size;
+    }
+    [[nodiscard]] T& front() noexcept { return _buf[_head]; }
+    void pop_front() noexcept {
+        _head = (_head + 1) & (_buf.size() - 1);
+        --_size;
+    }
+    void clear() noexcept { _head = _size = 0; }
+
+  private:
+    void grow() {
+        std::vector<T> bigger(_buf.empty() ? 64 : _buf.size() * 2);
+        for (std::size_t i = 0; i < _size; ++i) bigger[i] = _buf[(_head + i) & (_buf.size() - 1)];
+        _buf.swap(bigger);
+        _head = 0;
+    }
+    std::vector<T> _buf;
+    std::size_t _head = 0;
+    std::size_t _size = 0;
+};
+
 struct reader {
     word frame;  // frame word of the reader
     word tag;
@@ -102,9 +142,10 @@ class machine final : public core::layer {
                const options& opt);
 
     // ---- what a frame view calls (frame.cpp)
-    word& slot(frame_rec& r, frame_ref self, unsigned i);
+    [[noreturn]] void bad_slot(const frame_rec& r, frame_ref self, unsigned i) const;
     void enable(frame_rec& r, frame_ref self, thread_id t, bool from_inlet);
     void set_count(frame_rec& r, frame_ref self, thread_id t, std::uint32_t n);
+    void check_live(const frame_rec& r, frame_ref self, const char* call) const;
     void send(frame_ref from, frame_ref to, inlet_id in, std::initializer_list<word> args);
     void call(frame_ref from, codeblock_id cb, int rank, inlet_id in,
               std::initializer_list<word> args);
@@ -142,6 +183,8 @@ class machine final : public core::layer {
     void serve_fetch(const message& m);
     void serve_store(const message& m);
     void post_message(int dest, const message& m, bool system_request);
+    void copy_args(message& m, std::initializer_list<word> args, const char* call,
+                   frame_ref from) const;
 
     frame_rec& rec_of(frame_ref f, const char* call);
     frame_ref ref_of(std::uint32_t idx) const noexcept;
@@ -159,13 +202,13 @@ class machine final : public core::layer {
     bool _multi = false;
     unsigned _since_poll = 0;
 
-    std::vector<frame_rec> _frames;  // reserved up front; grows only between threads
-    std::vector<std::uint32_t> _free;
-    std::deque<std::uint32_t> _ready;              // AM: frames with enabled threads
-    std::uint32_t _active = ~0u;                   // AM: the frame whose CV is the LCV
-    std::vector<std::pair<word, thread_id>> _lcv;  // MD: the local continuation vector
-    std::deque<message> _msgq;                     // inlet messages (MD: the task queue)
-    std::deque<message> _hiq;                      // local system requests
+    std::vector<frame_rec> _frames;                 // reserved up front; grows only between threads
+    std::vector<std::vector<std::uint32_t>> _free;  // released frames, per codeblock
+    ring<std::uint32_t> _ready;                     // AM: frames with enabled threads
+    std::uint32_t _active = ~0u;                    // AM: the frame whose CV is the LCV
+    std::vector<std::pair<word, thread_id>> _lcv;   // MD: the local continuation vector
+    ring<message> _msgq;                            // inlet messages (MD: the task queue)
+    ring<message> _hiq;                             // local system requests
     std::vector<istruct_rec> _istructs;
     word _last_frame = ~word{0};  // for counting quanta
 
