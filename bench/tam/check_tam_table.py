@@ -64,7 +64,7 @@ def main():
     ap.add_argument("plot")
     ap.add_argument("--valgrind", default="valgrind")
     ap.add_argument("--programs", default="mmt,qs")
-    ap.add_argument("--arg", default="2")
+    ap.add_argument("--arg", default="4")
     a = ap.parse_args()
     progs = a.programs.split(",")
 
