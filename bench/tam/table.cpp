@@ -42,12 +42,21 @@ struct run_stats {
     }
 };
 
+/// Reads the worker's flat JSON object of unsigned numbers ({"value":1,"threads":2,...}).
 run_stats read_stats(const std::string& path) {
     std::ifstream in(path);
-    if (!in) throw std::runtime_error("the worker wrote no " + path);
+    std::string text;
+    if (!in || !std::getline(in, text)) throw std::runtime_error("the worker wrote no " + path);
     run_stats s;
-    std::string key;
-    for (std::uint64_t value = 0; in >> key >> value;) s.v[key] = value;
+    for (std::size_t at = text.find('"'); at != std::string::npos; at = text.find('"', at)) {
+        const std::size_t end = text.find('"', at + 1);
+        if (end == std::string::npos || end + 1 >= text.size() || text[end + 1] != ':') {
+            throw std::runtime_error(path + ": not a flat JSON object of numbers");
+        }
+        s.v[text.substr(at + 1, end - at - 1)] = std::strtoull(text.c_str() + end + 2, nullptr, 10);
+        at = end + 1;
+    }
+    if (s.v.count("value") == 0) throw std::runtime_error(path + ": no value");
     return s;
 }
 

@@ -20,7 +20,8 @@
 // wrong.
 //
 // Internal, what the default mode runs under valgrind: --worker PROGRAM --policy am|md --arg N
-// --stats-out FILE (one run on one rank; the stats into FILE) and --reference PROGRAM --arg N
+// --stats-out FILE (one run on one rank; its value and stats into FILE as one JSON object) and
+// --reference PROGRAM --arg N
 // --stats-out FILE.
 #include "tam_table.hpp"
 
@@ -31,12 +32,14 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 /// The sequential reference, called through the app's pointer from a function of its own:
@@ -188,17 +191,24 @@ int run_check(const plan& p) {
 
 // ------------------------------------------------------------------ the worker modes
 
+/// The run's value and stats as one flat JSON object (table.cpp's read_stats reads it).
 void write_stats(const plan& p, const am::tam::result& r) {
     std::FILE* f = std::fopen(p.stats_out.c_str(), "w");
     if (f == nullptr) throw std::runtime_error("cannot write " + p.stats_out);
     const am::tam::stats& s = r.total;
-    std::fprintf(f, "value %llu\nfinished %d\nthreads %llu\nquanta %llu\ninlets %llu\n",
-                 static_cast<unsigned long long>(r.value), r.finished ? 1 : 0,
-                 static_cast<unsigned long long>(s.threads),
-                 static_cast<unsigned long long>(s.quanta),
-                 static_cast<unsigned long long>(s.inlets));
-    std::fprintf(f, "messages %llu\nframes %llu\n", static_cast<unsigned long long>(s.messages),
-                 static_cast<unsigned long long>(s.frames));
+    const std::pair<const char*, std::uint64_t> fields[] = {
+        {"value", r.value},     {"finished", r.finished ? 1 : 0},
+        {"threads", s.threads}, {"quanta", s.quanta},
+        {"inlets", s.inlets},   {"messages", s.messages},
+        {"frames", s.frames},   {"released", s.released},
+        {"fetches", s.fetches}, {"deferred", s.deferred},
+        {"stores", s.stores}};
+    const char* sep = "{";
+    for (const auto& [key, value] : fields) {
+        std::fprintf(f, "%s\"%s\":%llu", sep, key, static_cast<unsigned long long>(value));
+        sep = ",";
+    }
+    std::fputs("}\n", f);
     if (std::fclose(f) != 0) throw std::runtime_error("cannot write " + p.stats_out);
 }
 
