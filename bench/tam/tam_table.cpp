@@ -21,8 +21,7 @@
 //
 // Internal, what the default mode runs under valgrind: --worker PROGRAM --policy am|md --arg N
 // --stats-out FILE (one run on one rank; its value and stats into FILE as one JSON object) and
-// --reference PROGRAM --arg N
-// --stats-out FILE.
+// --reference PROGRAM --arg N --stats-out FILE.
 #include "tam_table.hpp"
 
 #include "common/options.hpp"
