@@ -153,6 +153,13 @@ struct options {
     /// AM implementation enables interrupts at the top of every thread: 1). On one rank nothing
     /// arrives from outside, and the core is not polled while there is work.
     unsigned poll_every = 1;
+    /// Messages a rank sends itself (local I-structure fetches and their replies, local calls
+    /// and sends) model a network: under `active_messages` they arrive when the running quantum
+    /// ends — the J-Machine study's "unenabled" AM version, whose uniprocessor runs model a
+    /// multiprocessor (its section 2.4). `enabled = true` serves them at the next poll point,
+    /// inside the quantum, as its "enabled" version does (larger quanta on one rank).
+    /// `message_driven` is not affected: its inlets wait for the LCV to empty either way.
+    bool enabled = false;
 };
 
 /// What one rank's machine did in a run (`run` also returns the sum over all ranks).

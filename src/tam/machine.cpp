@@ -380,6 +380,7 @@ void machine::poll_point() {
         core::poll(_ctx);
         take_inbox();
     }
+    if (_opt.dispatch == policy::active_messages && !_opt.enabled && in_quantum()) return;
     while (!_hiq.empty()) {
         const message m = _hiq.front();
         _hiq.pop_front();
@@ -400,6 +401,9 @@ void machine::poll_point() {
 }
 
 bool machine::step_am() {
+    // A frame whose CV has emptied ends its quantum and leaves before messages are taken: what
+    // they post to it then goes to its CV with the frame at the back of the ready queue.
+    if (_active != ~0u && _frames[_active].cv.empty()) _active = ~0u;
     poll_point();
     if (_active != ~0u) {
         frame_rec& r = _frames[_active];

@@ -175,6 +175,10 @@ class machine final : public core::layer {
     bool step_md();
     void work_until_idle();
     void poll_point();
+    /// AM: the active frame still has enabled threads (local messages wait, unless enabled).
+    [[nodiscard]] bool in_quantum() const noexcept {
+        return _active != ~0u && !_frames[_active].cv.empty();
+    }
     void take_inbox();
     void run_thread(std::uint32_t idx, thread_id t);
     void deliver(const message& m);
