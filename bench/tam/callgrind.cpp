@@ -102,14 +102,14 @@ std::vector<std::string> callgrind_argv(const std::string& valgrind, cache_kind 
 
 counts measure(const std::string& valgrind, cache_kind cache, const std::string& toggle,
                const std::vector<std::string>& program, const std::string& dir,
-               const std::string& tag) {
+               const std::string& tag, const std::vector<std::string>& env) {
     const std::string out = dir + "/" + tag + ".out";
     const std::string log = dir + "/" + tag + ".log";
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw std::runtime_error("cannot create " + log);
     child_process child;
     const bool started =
-        child.start(callgrind_argv(valgrind, cache, toggle, out, program), fd, -1, {});
+        child.start(callgrind_argv(valgrind, cache, toggle, out, program), fd, -1, env);
     close(fd);
     if (!started) throw std::runtime_error("cannot start " + valgrind);
     while (!child.wait_for(60 * 1000)) {

@@ -53,10 +53,12 @@ struct counts {
                                                       const std::vector<std::string>& program);
 
 /// Runs `program` (argv[0] a path) under callgrind with `cache`, collecting only inside
-/// functions matching `toggle`, its output in `dir`/`tag`.{out,log}; returns the counts.
-/// Throws std::runtime_error (naming the log) when valgrind or the program fails.
+/// functions matching `toggle`, its output in `dir`/`tag`.{out,log}, `env` ("NAME=value")
+/// added to its environment; returns the counts. Throws std::runtime_error (naming the log)
+/// when valgrind or the program fails.
 [[nodiscard]] counts measure(const std::string& valgrind, cache_kind cache,
                              const std::string& toggle, const std::vector<std::string>& program,
-                             const std::string& dir, const std::string& tag);
+                             const std::string& dir, const std::string& tag,
+                             const std::vector<std::string>& env);
 
 }  // namespace am::bench::tam_table

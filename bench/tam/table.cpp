@@ -4,11 +4,13 @@
 // paper's caches; then Table 2 beside the paper's, the direct-mapped ratios, the counts and
 // the scheduling overhead.
 #include "callgrind.hpp"
+#include "common/report.hpp"
 #include "paper_table2.hpp"
 #include "tam_table.hpp"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -60,18 +62,40 @@ run_stats read_stats(const std::string& path) {
     return s;
 }
 
-/// One program (or reference) run, measured with each cache.
+/// One program (or reference) run, measured `reps` times with each cache. The counts of a
+/// run depend a little on where its data lands (the worker's arguments, environment and pid
+/// move the stack and the heap): instructions by a few, misses by up to a percent or so.
 struct measured {
     run_stats st;
-    counts c[2];  // by cache_kind
-    [[nodiscard]] const counts& four() const { return c[0]; }
-    [[nodiscard]] const counts& direct() const { return c[1]; }
+    std::vector<counts> c[2];  // by cache_kind, one per repetition
+
+    /// `f` of every repetition with cache `k`, summarised.
+    template <class F>
+    [[nodiscard]] summary over(int k, F f) const {
+        std::vector<double> v;
+        for (const counts& x : c[k]) v.push_back(f(x));
+        return summarize(v);
+    }
+    [[nodiscard]] summary ir() const {
+        return over(0, [](const counts& x) { return double(x.ir); });
+    }
     [[nodiscard]] double threads() const { return double(st.at("threads")); }
     [[nodiscard]] double quanta() const { return double(st.at("quanta")); }
     [[nodiscard]] double tpq() const { return quanta() > 0 ? threads() / quanta() : 0; }
-    [[nodiscard]] double ipt() const { return threads() > 0 ? double(four().ir) / threads() : 0; }
-    [[nodiscard]] double ipq() const { return quanta() > 0 ? double(four().ir) / quanta() : 0; }
+    [[nodiscard]] summary per(double n) const {
+        return over(0, [n](const counts& x) { return n > 0 ? double(x.ir) / n : 0; });
+    }
+    [[nodiscard]] summary ipt() const { return per(threads()); }
+    [[nodiscard]] summary ipq() const { return per(quanta()); }
 };
+
+/// `num(x) / den(y)` for the i-th repetitions x of `a` and y of `b`, summarised.
+template <class F>
+summary paired(const std::vector<counts>& a, const std::vector<counts>& b, F f) {
+    std::vector<double> v;
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) v.push_back(f(a[i]) / f(b[i]));
+    return summarize(v);
+}
 
 struct program_result {
     const tam_apps::app* a;
@@ -82,9 +106,13 @@ struct program_result {
     [[nodiscard]] bool correct(int i) const {
         return pol[i].st.at("finished") == 1 && pol[i].st.at("value") == want;
     }
-    [[nodiscard]] double ratio(cache_kind k, unsigned cost) const {
-        const int c = k == cache_kind::four_way ? 0 : 1;
-        return pol[0].c[c].cycles(cost) / pol[1].c[c].cycles(cost);
+    /// MD/AM cycles with cache `k` and miss cost `cost`.
+    [[nodiscard]] summary ratio(int k, unsigned cost) const {
+        return paired(pol[0].c[k], pol[1].c[k], [cost](const counts& x) { return x.cycles(cost); });
+    }
+    /// Instructions of policy `i` over the reference's.
+    [[nodiscard]] summary overhead(int i) const {
+        return paired(pol[i].c[0], seq.c[0], [](const counts& x) { return double(x.ir); });
     }
 };
 
@@ -120,6 +148,13 @@ class work_dir {
     std::string _path;
 };
 
+/// Repetition `rep` runs the worker with an environment 40 x `rep` bytes larger: its stack,
+/// and so where its data lands in the caches, moves, as it does between machines and
+/// invocations (a run's own repetitions would otherwise count exactly the same misses).
+std::string pad(int rep) {
+    return "TAM_TABLE_PAD=" + std::string(static_cast<std::size_t>(rep) * 40, 'x');
+}
+
 struct runner {
     const plan& p;
     std::string valgrind, exe, dir;
@@ -127,31 +162,37 @@ struct runner {
     measured run(const std::vector<std::string>& args, const char* toggle, const std::string& tag,
                  bool both_caches) const {
         measured m;
-        for (const cache_kind k : caches) {
-            if (k == cache_kind::direct && !both_caches) break;
-            const std::string t = tag + "." + to_string(k);
-            std::vector<std::string> prog{exe};
-            prog.insert(prog.end(), args.begin(), args.end());
-            prog.insert(prog.end(), {"--stats-out", dir + "/" + t + ".stats"});
-            if (p.verbose) {
-                std::string cmd;
-                for (const auto& w :
-                     callgrind_argv(valgrind, k, toggle, dir + "/" + t + ".out", prog)) {
-                    cmd += (cmd.empty() ? "" : " ") + w;
+        for (int rep = 0; rep < p.reps; ++rep) {
+            for (const cache_kind k : caches) {
+                if (k == cache_kind::direct && !both_caches) break;
+                const std::string t = tag + "." + to_string(k) + "." + std::to_string(rep);
+                std::vector<std::string> prog{exe};
+                prog.insert(prog.end(), args.begin(), args.end());
+                prog.insert(prog.end(), {"--stats-out", dir + "/" + t + ".stats"});
+                if (p.verbose) print_command(k, toggle, dir + "/" + t + ".out", prog, rep);
+                m.c[k == cache_kind::four_way ? 0 : 1].push_back(
+                    measure(valgrind, k, toggle, prog, dir, t, {pad(rep)}));
+                run_stats s = read_stats(dir + "/" + t + ".stats");
+                if (m.st.v.empty()) {
+                    m.st = std::move(s);
+                } else if (s.v != m.st.v) {
+                    std::fprintf(stderr,
+                                 "tam_table: warning: %s: the stats of run %s differ from "
+                                 "the first run's\n",
+                                 tag.c_str(), t.c_str());
                 }
-                std::fprintf(stderr, "tam_table: %s\n", cmd.c_str());
             }
-            m.c[k == cache_kind::four_way ? 0 : 1] = measure(valgrind, k, toggle, prog, dir, t);
-            run_stats s = read_stats(dir + "/" + t + ".stats");
-            if (k == cache_kind::direct && s.v != m.st.v) {
-                std::fprintf(stderr,
-                             "tam_table: warning: %s: the direct-mapped run's stats differ "
-                             "from the 4-way run's\n",
-                             tag.c_str());
-            }
-            if (k == cache_kind::four_way) m.st = std::move(s);
         }
         return m;
+    }
+
+    void print_command(cache_kind k, const char* toggle, const std::string& out,
+                       const std::vector<std::string>& prog, int rep) const {
+        std::string cmd = pad(rep);
+        for (const auto& w : callgrind_argv(valgrind, k, toggle, out, prog)) {
+            cmd += " " + w;
+        }
+        std::fprintf(stderr, "tam_table: %s\n", cmd.c_str());
     }
 
     program_result program(const tam_apps::app& a) const {
@@ -187,8 +228,21 @@ void emit_paper(emitter& out, const paper_row& row) {
     }
 }
 
+/// Adds one line of our measurements: `v` over the repetitions.
+void add(emitter& out, const char* system, const char* op, const char* metric, const summary& v,
+         int arg, const char* cache = "none") {
+    point pt{system, "threads", 1, op, metric, v.median, arg, cache};
+    pt.lo = v.min;
+    pt.hi = v.max;
+    pt.reps = v.reps;
+    out.add(pt);
+}
+
+summary exact(double v) {
+    return {v, v, v, 1};
+}
+
 void emit_ours(emitter& out, const program_result& r) {
-    const std::string tr = "threads";
     const char* op = r.a->name;
     const int n = r.n;
     const char* cycles[2][3] = {{"cycles_miss12", "cycles_miss24", "cycles_miss48"},
@@ -198,38 +252,44 @@ void emit_ours(emitter& out, const program_result& r) {
         {"cycle_ratio_miss12_dm", "cycle_ratio_miss24_dm", "cycle_ratio_miss48_dm"}};
     const char* i1[2] = {"i1_misses", "i1_misses_dm"};
     const char* d1[2] = {"d1_misses", "d1_misses_dm"};
-    out.add({"seq", tr, 1, op, "instructions", double(r.seq.four().ir), n});
+    add(out, "seq", op, "instructions", r.seq.ir(), n);
     for (int c = 0; c < 3; ++c) {
-        out.add({"seq", tr, 1, op, cycles[0][c], r.seq.four().cycles(miss_costs[c]), n, "4way"});
+        const unsigned cost = miss_costs[c];
+        add(out, "seq", op, cycles[0][c],
+            r.seq.over(0, [cost](const counts& x) { return x.cycles(cost); }), n, "4way");
     }
     for (int i = 0; i < 2; ++i) {
         const measured& m = r.pol[i];
         const char* sys = am::tam::to_string(policies[i]);
-        out.add({sys, tr, 1, op, "correct", r.correct(i) ? 1.0 : 0.0, n, "none", r.correct(i)});
-        out.add({sys, tr, 1, op, "tpq", m.tpq(), n});
-        out.add({sys, tr, 1, op, "ipt", m.ipt(), n});
-        out.add({sys, tr, 1, op, "ipq", m.ipq(), n});
+        point ok{sys, "threads", 1,           op, "correct", r.correct(i) ? 1.0 : 0.0,
+                 n,   "none",    r.correct(i)};
+        out.add(ok);
+        add(out, sys, op, "tpq", exact(m.tpq()), n);
+        add(out, sys, op, "ipt", m.ipt(), n);
+        add(out, sys, op, "ipq", m.ipq(), n);
         for (const char* k : {"threads", "quanta", "inlets", "messages", "frames"}) {
-            out.add({sys, tr, 1, op, k, double(m.st.at(k)), n});
+            add(out, sys, op, k, exact(double(m.st.at(k))), n);
         }
-        out.add({sys, tr, 1, op, "instructions", double(m.four().ir), n});
-        out.add(
-            {sys, tr, 1, op, "overhead_vs_seq", double(m.four().ir) / double(r.seq.four().ir), n});
+        add(out, sys, op, "instructions", m.ir(), n);
+        add(out, sys, op, "overhead_vs_seq", r.overhead(i), n);
         for (int k = 0; k < 2; ++k) {
             const char* cache = to_string(caches[k]);
-            out.add({sys, tr, 1, op, i1[k], double(m.c[k].i1mr), n, cache});
-            out.add({sys, tr, 1, op, d1[k], double(m.c[k].d1mr + m.c[k].d1mw), n, cache});
+            add(out, sys, op, i1[k], m.over(k, [](const counts& x) { return double(x.i1mr); }), n,
+                cache);
+            add(out, sys, op, d1[k],
+                m.over(k, [](const counts& x) { return double(x.d1mr + x.d1mw); }), n, cache);
             for (int c = 0; c < 3; ++c) {
-                out.add({sys, tr, 1, op, cycles[k][c], m.c[k].cycles(miss_costs[c]), n, cache});
+                const unsigned cost = miss_costs[c];
+                add(out, sys, op, cycles[k][c],
+                    m.over(k, [cost](const counts& x) { return x.cycles(cost); }), n, cache);
             }
         }
     }
-    out.add({"md/am", tr, 1, op, "instruction_ratio",
-             double(r.pol[0].four().ir) / double(r.pol[1].four().ir), n});
+    add(out, "md/am", op, "instruction_ratio",
+        paired(r.pol[0].c[0], r.pol[1].c[0], [](const counts& x) { return double(x.ir); }), n);
     for (int k = 0; k < 2; ++k) {
         for (int c = 0; c < 3; ++c) {
-            out.add({"md/am", tr, 1, op, ratios[k][c], r.ratio(caches[k], miss_costs[c]), n,
-                     to_string(caches[k])});
+            add(out, "md/am", op, ratios[k][c], r.ratio(k, miss_costs[c]), n, to_string(caches[k]));
         }
     }
 }
@@ -275,13 +335,14 @@ void print_table2(const std::vector<program_result>& rs) {
         const measured& am = r.pol[1];
         double q[3];
         for (int c = 0; c < 3; ++c) {
-            q[c] = r.ratio(cache_kind::four_way, miss_costs[c]);
+            q[c] = r.ratio(0, miss_costs[c]).median;
             g_ours[c].push_back(q[c]);
         }
-        std::fprintf(o, "%-10s %4d %-6s %8s %8s %7s %7s %8s %8s  %5.2f %5.2f %5.2f\n", "", r.n,
-                     "ours", fig(md.tpq()).c_str(), fig(am.tpq()).c_str(), fig(md.ipt()).c_str(),
-                     fig(am.ipt()).c_str(), fig(md.ipq()).c_str(), fig(am.ipq()).c_str(), q[0],
-                     q[1], q[2]);
+        std::fprintf(o, "%-10s %4d %-6s %8s %8s %7s %7s %8s %8s  %5.2f %5.2f %5.2f\n",
+                     find_paper_row(r.a->name) != nullptr ? "" : r.a->name, r.n, "ours",
+                     fig(md.tpq()).c_str(), fig(am.tpq()).c_str(), fig(md.ipt().median).c_str(),
+                     fig(am.ipt().median).c_str(), fig(md.ipq().median).c_str(),
+                     fig(am.ipq().median).c_str(), q[0], q[1], q[2]);
     }
     std::fprintf(o, "%-10s %4s %-6s %61s %5.2f %5.2f %5.2f\n", "geomean", "", "paper", "",
                  geomean(g_paper[0]), geomean(g_paper[1]), geomean(g_paper[2]));
@@ -296,10 +357,14 @@ void print_direct(const std::vector<program_result>& rs) {
                  "paper's Fig. 5\ndraws these against cache size; it prints no table)\n\n");
     std::fprintf(o, "%-10s %4s  %5s %5s %5s\n", "program", "arg", "12", "24", "48");
     for (const program_result& r : rs) {
-        std::fprintf(o, "%-10s %4d  %5.2f %5.2f %5.2f\n", r.a->name, r.n,
-                     r.ratio(cache_kind::direct, 12), r.ratio(cache_kind::direct, 24),
-                     r.ratio(cache_kind::direct, 48));
+        std::fprintf(o, "%-10s %4d  %5.2f %5.2f %5.2f\n", r.a->name, r.n, r.ratio(1, 12).median,
+                     r.ratio(1, 24).median, r.ratio(1, 48).median);
     }
+}
+
+unsigned long long med(const measured& m, int k, std::uint64_t (*f)(const counts&)) {
+    return static_cast<unsigned long long>(
+        m.over(k, [f](const counts& x) { return double(f(x)); }).median);
 }
 
 void print_counts(const std::vector<program_result>& rs) {
@@ -310,6 +375,9 @@ void print_counts(const std::vector<program_result>& rs) {
     std::fprintf(o, "%-10s %-3s %9s %9s %9s %9s %11s %9s %9s %9s %9s\n", "program", "pol",
                  "threads", "quanta", "inlets", "messages", "instr", "I1 miss", "D1 miss", "I1 dm",
                  "D1 dm");
+    auto ir = [](const counts& x) { return x.ir; };
+    auto i1 = [](const counts& x) { return x.i1mr; };
+    auto d1 = [](const counts& x) { return x.d1mr + x.d1mw; };
     for (const program_result& r : rs) {
         for (int i = 0; i < 2; ++i) {
             const measured& m = r.pol[i];
@@ -318,36 +386,38 @@ void print_counts(const std::vector<program_result>& rs) {
                          static_cast<unsigned long long>(m.st.at("threads")),
                          static_cast<unsigned long long>(m.st.at("quanta")),
                          static_cast<unsigned long long>(m.st.at("inlets")),
-                         static_cast<unsigned long long>(m.st.at("messages")),
-                         static_cast<unsigned long long>(m.four().ir),
-                         static_cast<unsigned long long>(m.four().i1mr),
-                         static_cast<unsigned long long>(m.four().d1mr + m.four().d1mw),
-                         static_cast<unsigned long long>(m.direct().i1mr),
-                         static_cast<unsigned long long>(m.direct().d1mr + m.direct().d1mw));
+                         static_cast<unsigned long long>(m.st.at("messages")), med(m, 0, ir),
+                         med(m, 0, i1), med(m, 0, d1), med(m, 1, i1), med(m, 1, d1));
         }
     }
 }
 
-void print_overhead(const std::vector<program_result>& rs) {
+void print_overhead(const std::vector<program_result>& rs, int reps) {
     std::FILE* o = stderr;
     std::fprintf(o,
                  "\nScheduling overhead on one rank: instructions of am::tam::run over those of "
                  "the sequential\nreference (goal: at most 2x on mmt, dtw, wavefront)\n\n");
     std::fprintf(o, "%-10s %4s %11s %11s %11s %7s %7s  %s\n", "program", "arg", "seq instr",
                  "MD instr", "AM instr", "MD/seq", "AM/seq", "correct (md, am)");
+    double spread = 0;
     for (const program_result& r : rs) {
-        const double seq = double(r.seq.four().ir);
-        std::fprintf(o, "%-10s %4d %11llu %11llu %11llu %7.2f %7.2f  %s, %s\n", r.a->name, r.n,
-                     static_cast<unsigned long long>(r.seq.four().ir),
-                     static_cast<unsigned long long>(r.pol[0].four().ir),
-                     static_cast<unsigned long long>(r.pol[1].four().ir),
-                     double(r.pol[0].four().ir) / seq, double(r.pol[1].four().ir) / seq,
-                     r.correct(0) ? "yes" : "NO", r.correct(1) ? "yes" : "NO");
+        std::fprintf(o, "%-10s %4d %11.0f %11.0f %11.0f %7.2f %7.2f  %s, %s\n", r.a->name, r.n,
+                     r.seq.ir().median, r.pol[0].ir().median, r.pol[1].ir().median,
+                     r.overhead(0).median, r.overhead(1).median, r.correct(0) ? "yes" : "NO",
+                     r.correct(1) ? "yes" : "NO");
+        for (int k = 0; k < 2; ++k) {
+            for (const unsigned cost : miss_costs) {
+                const summary q = r.ratio(k, cost);
+                spread = std::max(spread, q.max - q.min);
+            }
+        }
     }
     std::fprintf(o,
                  "\ncycles = instructions + (I1 misses + D1 read misses + D1 write misses) x "
                  "miss cost;\nLRU, write-allocate; write-backs and the levels below L1 are not "
-                 "charged.\n");
+                 "charged.\nFigures: medians of %d callgrind run(s) each; the widest min-max "
+                 "range of an MD/AM ratio: %.3f.\n",
+                 reps, spread);
 }
 
 }  // namespace
@@ -374,7 +444,7 @@ int run_table(const plan& p) {
     print_table2(rs);
     print_direct(rs);
     print_counts(rs);
-    print_overhead(rs);
+    print_overhead(rs, p.reps);
     int wrong = 0;
     for (const program_result& r : rs) wrong += (r.correct(0) ? 0 : 1) + (r.correct(1) ? 0 : 1);
     if (wrong != 0) {

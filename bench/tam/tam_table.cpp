@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -69,13 +70,19 @@ emitter::~emitter() {
 void emitter::add(const point& p) {
     // The keys and their order as report.hpp's to_json, but values with 12 significant
     // digits: instruction and cycle counts run to hundreds of millions.
-    char value[32];
-    std::snprintf(value, sizeof value, "%.12g", p.value);
+    auto number = [](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.12g", v);
+        return std::string(buf);
+    };
+    const std::string value = number(p.value);
+    const std::string lo = number(std::isnan(p.lo) ? p.value : p.lo);
+    const std::string hi = number(std::isnan(p.hi) ? p.value : p.hi);
     std::string line = std::string("{\"bench\":\"") + bench_name + "\",\"system\":\"" + p.system +
                        "\",\"transport\":\"" + p.transport +
                        "\",\"ranks\":" + std::to_string(p.ranks) + ",\"op\":\"" + p.op +
                        "\",\"bytes\":0,\"metric\":\"" + p.metric + "\",\"median\":" + value +
-                       ",\"min\":" + value + ",\"max\":" + value + ",\"reps\":1";
+                       ",\"min\":" + lo + ",\"max\":" + hi + ",\"reps\":" + std::to_string(p.reps);
     line += ",\"arg\":" + std::to_string(p.arg) + ",\"cache\":\"" + p.cache + "\"";
     if (p.correct) line += std::string(",\"correct\":") + (*p.correct ? "true" : "false");
     line += "}\n";
@@ -243,6 +250,8 @@ const char* const usage =
     "  --arg A             paper (default), large, or a number for every program\n"
     "  --out FILE          the JSON lines also into FILE\n"
     "  --valgrind PATH     the valgrind to use (default: valgrind on PATH)\n"
+    "  --reps N            callgrind runs of each measurement (default 3): the misses vary a\n"
+    "                      little with the data addresses; median, min and max over the runs\n"
     "  --keep DIR          keep the callgrind outputs and logs in DIR (default: removed)\n"
     "  --verbose           print each valgrind command\n"
     "  --check             no valgrind: run every program under both policies, compare with\n"
@@ -316,6 +325,8 @@ plan parse(int argc, char** argv) {
             p.valgrind = value();
         } else if (a == "--keep") {
             p.keep = value();
+        } else if (a == "--reps") {
+            p.reps = positive("--reps", value());
         } else if (a == "--verbose") {
             p.verbose = true;
         } else if (a == "--stats-out") {

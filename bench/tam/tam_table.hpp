@@ -10,6 +10,7 @@
 #include <am/tam.hpp>
 
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ struct plan {
     std::string out;                             // --out FILE: the JSON lines also there
     std::string valgrind;                        // --valgrind PATH
     std::string keep;                            // --keep DIR: callgrind files kept there
+    int reps = 3;                                // --reps N: callgrind runs of each measurement
     bool verbose = false;                        // --verbose: print the valgrind commands
     // The worker modes (internal): one program, one policy (--worker) or its reference.
     am::tam::policy dispatch = am::tam::policy::active_messages;  // --policy am|md
@@ -38,9 +40,9 @@ struct plan {
 /// The argument `p.arg` means for program `a`: its paper or large argument, or the number.
 [[nodiscard]] int argument(const plan& p, const tam_apps::app& a);
 
-/// One value of a run as a JSON line: the keys of every bench/ program (median = min = max =
-/// `value`, reps 1: the counts are deterministic), then "arg" (the program's argument),
-/// "cache" ("4way", "direct" or "none") and, on `correct` lines, "correct" (true/false).
+/// One value as a JSON line: the keys of every bench/ program (median `value`; min and max
+/// `lo` and `hi` over `reps` runs, or `value` when not given), then "arg" (the program's
+/// argument), "cache" ("4way", "direct" or "none") and, on `correct` lines, "correct".
 struct point {
     const char* system;  // "md", "am", "md/am", "seq", "paper_md", "paper_am", "paper_md/am"
     std::string transport;
@@ -51,6 +53,9 @@ struct point {
     int arg;
     const char* cache = "none";
     std::optional<bool> correct = std::nullopt;
+    double lo = std::numeric_limits<double>::quiet_NaN();
+    double hi = std::numeric_limits<double>::quiet_NaN();
+    int reps = 1;
 };
 
 /// Prints JSON lines on stdout, and also into --out's file when one was given.
