@@ -63,18 +63,21 @@ void machine::bad_slot(const frame_rec& r, frame_ref self, unsigned i) const {
                    std::to_string(r.slots.size()) + " slots)");
 }
 
-void machine::check_live(const frame_rec& r, frame_ref self, const char* call) const {
-    if (!r.live || r.gen != self.generation()) [[unlikely]]
-        fail_frame(errc::bad_context, call, self, "the frame has been released");
+void machine::released(frame_ref self, const char* call) const {
+    fail_frame(errc::bad_context, call, self, "the frame has been released");
+}
+
+void machine::bad_thread(const frame_rec& r, frame_ref self, thread_id t, const char* call) const {
+    fail_frame(errc::invalid_argument, call, self,
+               "thread " + std::to_string(t) + " out of range (the codeblock has " +
+                   std::to_string(r.counts.size()) + " threads)");
 }
 
 void machine::enable(frame_rec& r, frame_ref self, thread_id t, bool from_inlet) {
     const char* call = from_inlet ? "am::tam::frame::post" : "am::tam::frame::fork";
     check_live(r, self, call);
     if (t >= r.counts.size()) [[unlikely]]
-        fail_frame(errc::invalid_argument, call, self,
-                   "thread " + std::to_string(t) + " out of range (the codeblock has " +
-                       std::to_string(r.counts.size()) + " threads)");
+        bad_thread(r, self, t, call);
     // counts[t] is what is still needed: above 1, this fork/post only counts down.
     if (r.counts[t] > 1) {
         --r.counts[t];
@@ -120,13 +123,7 @@ void machine::release(frame_rec& r, frame_ref self) {
 
 // ---------------------------------------------------------------------------- messages
 
-void machine::post_message(int dest, const message& m, bool system_request) {
-    ++_sent;
-    ++_stats.messages;
-    if (dest == _rank) {
-        (system_request ? _hiq : _msgq).push_back(m);
-        return;
-    }
+void machine::post_remote(int dest, const message& m) {
     if (dest < 0 || dest >= _ranks)
         fail(errc::bad_rank, "am::tam", _rank,
              "destination rank " + std::to_string(dest) + " out of range (the job has " +
@@ -281,14 +278,38 @@ void machine::allocate(const message& m) {
     }
 }
 
+void machine::bad_element(const message& m, const char* call) const {
+    const auto id = static_cast<std::uint32_t>(m.target);
+    const auto i = static_cast<std::uint32_t>(m.target >> 32);
+    const bool fetch = m.what() == message::fetch;
+    const frame_ref who = frame_ref::from(fetch ? m.a[0] : m.a[1]);
+    const std::string size =
+        id < _istructs.size() ? std::to_string(_istructs[id].values.size()) + " elements" : "none";
+    fail(errc::invalid_argument, call, _rank,
+         "element " + std::to_string(i) + " of I-structure " + std::to_string(id) +
+             " out of range (it has " + size + "; " + (fetch ? "read" : "written") + " by frame " +
+             std::to_string(who.index()) + "." + std::to_string(who.generation()) +
+             " (codeblock '" + _prog->at(m.codeblock()).name + "') on rank " +
+             std::to_string(who.rank()) + ")");
+}
+
+void machine::written_twice(const message& m) const {
+    const auto id = static_cast<std::uint32_t>(m.target);
+    const auto i = static_cast<std::uint32_t>(m.target >> 32);
+    const frame_ref writer = frame_ref::from(m.a[1]);
+    fail(errc::invalid_argument, "am::tam::frame::istore", _rank,
+         "element " + std::to_string(i) + " of I-structure " + std::to_string(id) +
+             " written twice (the second time by frame " + std::to_string(writer.index()) + "." +
+             std::to_string(writer.generation()) + " (codeblock '" + _prog->at(m.codeblock()).name +
+             "') on rank " + std::to_string(writer.rank()) + ")");
+}
+
 void machine::serve_fetch(const message& m) {
     const auto id = static_cast<std::uint32_t>(m.target);
     const auto i = static_cast<std::uint32_t>(m.target >> 32);
     const frame_ref reader_frame = frame_ref::from(m.a[0]);
-    if (id >= _istructs.size() || i >= _istructs[id].values.size())
-        fail(errc::invalid_argument, "am::tam::frame::ifetch", _rank,
-             "element " + std::to_string(i) + " of I-structure " + std::to_string(id) +
-                 " out of range (read by " + describe(reader_frame) + ")");
+    if (id >= _istructs.size() || i >= _istructs[id].values.size()) [[unlikely]]
+        bad_element(m, "am::tam::frame::ifetch");
     istruct_rec& s = _istructs[id];
     ++_stats.fetches;
     ++_handled;
@@ -308,20 +329,11 @@ void machine::serve_fetch(const message& m) {
 void machine::serve_store(const message& m) {
     const auto id = static_cast<std::uint32_t>(m.target);
     const auto i = static_cast<std::uint32_t>(m.target >> 32);
-    const frame_ref writer = frame_ref::from(m.a[1]);
-    if (id >= _istructs.size() || i >= _istructs[id].values.size())
-        fail(errc::invalid_argument, "am::tam::frame::istore", _rank,
-             "element " + std::to_string(i) + " of I-structure " + std::to_string(id) +
-                 " out of range (written by " + describe(writer) + ", codeblock '" +
-                 _prog->at(m.codeblock()).name + "')");
+    if (id >= _istructs.size() || i >= _istructs[id].values.size()) [[unlikely]]
+        bad_element(m, "am::tam::frame::istore");
     istruct_rec& s = _istructs[id];
-    if (s.full[i] != 0)
-        fail(errc::invalid_argument, "am::tam::frame::istore", _rank,
-             "element " + std::to_string(i) + " of I-structure " + std::to_string(id) +
-                 " written twice (the second time by frame " + std::to_string(writer.index()) +
-                 "." + std::to_string(writer.generation()) + " (codeblock '" +
-                 _prog->at(m.codeblock()).name + "') on rank " + std::to_string(writer.rank()) +
-                 ")");
+    if (s.full[i] != 0) [[unlikely]]
+        written_twice(m);
     ++_stats.stores;
     ++_handled;
     s.values[i] = m.a[0];
@@ -340,20 +352,28 @@ void machine::serve_store(const message& m) {
     }
 }
 
-void machine::deliver(const message& m) {
-    const char* call = "am::tam inlet";
+void machine::undeliverable(const message& m, const char* call) const {
     const frame_ref f = frame_ref::from(m.target);
     if (f.index() >= _frames.size() || !_frames[f.index()].live ||
         _frames[f.index()].gen != f.generation())
         fail_frame(errc::bad_context, call, f,
                    "a message for inlet " + std::to_string(m.inlet_index()) +
                        " arrived after the frame was released");
+    fail_frame(errc::invalid_argument, call, f,
+               "inlet " + std::to_string(m.inlet_index()) + " out of range (the codeblock has " +
+                   std::to_string(_frames[f.index()].cb->inlets.size()) + " inlets)");
+}
+
+void machine::deliver(const message& m) {
+    const char* call = "am::tam inlet";
+    const frame_ref f = frame_ref::from(m.target);
+    if (f.index() >= _frames.size() || !_frames[f.index()].live ||
+        _frames[f.index()].gen != f.generation()) [[unlikely]]
+        undeliverable(m, call);
     frame_rec& r = _frames[f.index()];
     const inlet_id in = m.inlet_index();
-    if (in >= r.cb->inlets.size())
-        fail_frame(errc::invalid_argument, call, f,
-                   "inlet " + std::to_string(in) + " out of range (the codeblock has " +
-                       std::to_string(r.cb->inlets.size()) + " inlets)");
+    if (in >= r.cb->inlets.size()) [[unlikely]]
+        undeliverable(m, call);
     ++_stats.inlets;
     ++_handled;
     frame view = frame_access::make(this, &r, f, true);

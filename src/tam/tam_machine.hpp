@@ -145,7 +145,16 @@ class machine final : public core::layer {
     [[noreturn]] void bad_slot(const frame_rec& r, frame_ref self, unsigned i) const;
     void enable(frame_rec& r, frame_ref self, thread_id t, bool from_inlet);
     void set_count(frame_rec& r, frame_ref self, thread_id t, std::uint32_t n);
-    void check_live(const frame_rec& r, frame_ref self, const char* call) const;
+    void check_live(const frame_rec& r, frame_ref self, const char* call) const {
+        if (!r.live || r.gen != self.generation()) [[unlikely]]
+            released(self, call);
+    }
+    [[noreturn]] void released(frame_ref self, const char* call) const;
+    [[noreturn]] void bad_thread(const frame_rec& r, frame_ref self, thread_id t,
+                                 const char* call) const;
+    [[noreturn]] void undeliverable(const message& m, const char* call) const;
+    [[noreturn]] void bad_element(const message& m, const char* call) const;
+    [[noreturn]] void written_twice(const message& m) const;
     void send(frame_ref from, frame_ref to, inlet_id in, std::initializer_list<word> args);
     void call(frame_ref from, codeblock_id cb, int rank, inlet_id in,
               std::initializer_list<word> args);
@@ -186,7 +195,17 @@ class machine final : public core::layer {
     void allocate(const message& m);
     void serve_fetch(const message& m);
     void serve_store(const message& m);
-    void post_message(int dest, const message& m, bool system_request);
+    /// Counts a message and queues it here (dest = this rank) or sends it to `dest`.
+    void post_message(int dest, const message& m, bool system_request) {
+        ++_sent;
+        ++_stats.messages;
+        if (dest == _rank) [[likely]] {
+            (system_request ? _hiq : _msgq).push_back(m);
+            return;
+        }
+        post_remote(dest, m);
+    }
+    void post_remote(int dest, const message& m);
     void copy_args(message& m, std::initializer_list<word> args, const char* call,
                    frame_ref from) const;
 
