@@ -7,8 +7,9 @@ JSON lines: ours beside the paper's Table 2, one marker per program, one colour 
     plot_tam.py table2.json --out docs/tam_figures [--tpq am|md] [--expect 4way,direct]
 
 Figures (one PNG each, when the input has their data):
-  ratio_vs_tpq_4way.png    8 KiB 4-way I and D caches: ours (filled) and the paper's Table 2
-                           (hollow), miss costs 12, 24, 48
+  ratio_vs_tpq_4way.png    8 KiB 4-way I and D caches: ours (filled; median, bars min-max over
+                           the repetitions) and the paper's Table 2 (hollow), miss costs 12,
+                           24, 48
   ratio_vs_tpq_direct.png  8 KiB direct-mapped caches: ours only (the paper draws these
                            against cache size in its Fig. 5 and prints no table)
 The x axis is the TPQ of the Active Messages policy (--tpq md: of the message-driven one), log
@@ -44,21 +45,26 @@ def load(paths):
     return rows
 
 
-def value(rows, **kw):
+def line(rows, **kw):
     for r in rows:
         if all(r.get(k) == v for k, v in kw.items()):
-            return r["median"]
+            return r
     return None
 
 
+def value(rows, **kw):
+    r = line(rows, **kw)
+    return r["median"] if r else None
+
+
 def points(rows, prefix, cache, tpq_of):
-    """(program, tpq, {cost: ratio}) for every program with a TPQ and all three ratios."""
+    """(program, tpq, {cost: ratio line}) for every program with a TPQ and all three ratios."""
     suffix = "_dm" if cache == "direct" else ""
     out = []
     for prog in PROGRAMS:
         tpq = value(rows, system=prefix + tpq_of, op=prog, metric="tpq")
-        ratios = {c: value(rows, system=prefix + "md/am", op=prog,
-                           metric=f"cycle_ratio_miss{c}{suffix}") for c in COSTS}
+        ratios = {c: line(rows, system=prefix + "md/am", op=prog,
+                          metric=f"cycle_ratio_miss{c}{suffix}") for c in COSTS}
         if tpq and all(v is not None for v in ratios.values()):
             out.append((prog, tpq, ratios))
     return out
@@ -73,12 +79,17 @@ def plot(plt, rows, cache, tpq_of, path):
     for source, pts, filled in (("ours", ours, True), ("paper", paper, False)):
         for prog, tpq, ratios in pts:
             for c in COSTS:
-                ax.scatter([tpq], [ratios[c]], marker=MARKER[prog], s=55, color=COLOR[c],
+                r = ratios[c]
+                if r["max"] > r["min"]:  # min-max over the repetitions
+                    ax.errorbar([tpq], [r["median"]], yerr=[[r["median"] - r["min"]],
+                                                            [r["max"] - r["median"]]],
+                                color=COLOR[c], capsize=3, linewidth=1)
+                ax.scatter([tpq], [r["median"]], marker=MARKER[prog], s=55, color=COLOR[c],
                            facecolors=COLOR[c] if filled else "none", linewidths=1.4)
         # One line per miss cost through the programs in TPQ order, to show the trend.
         for c in COSTS:
             s = sorted(pts, key=lambda p: p[1])
-            ax.plot([p[1] for p in s], [p[2][c] for p in s], color=COLOR[c], alpha=0.35,
+            ax.plot([p[1] for p in s], [p[2][c]["median"] for p in s], color=COLOR[c], alpha=0.35,
                     linestyle="-" if filled else ":")
     ax.axhline(1.0, color="gray", linewidth=0.8)
     ax.set_xscale("log")
