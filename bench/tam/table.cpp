@@ -18,6 +18,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace am::bench::tam_table {
@@ -242,54 +243,63 @@ summary exact(double v) {
     return {v, v, v, 1};
 }
 
-void emit_ours(emitter& out, const program_result& r) {
-    const char* op = r.a->name;
-    const int n = r.n;
-    const char* cycles[2][3] = {{"cycles_miss12", "cycles_miss24", "cycles_miss48"},
-                                {"cycles_miss12_dm", "cycles_miss24_dm", "cycles_miss48_dm"}};
-    const char* ratios[2][3] = {
-        {"cycle_ratio_miss12", "cycle_ratio_miss24", "cycle_ratio_miss48"},
-        {"cycle_ratio_miss12_dm", "cycle_ratio_miss24_dm", "cycle_ratio_miss48_dm"}};
-    const char* i1[2] = {"i1_misses", "i1_misses_dm"};
-    const char* d1[2] = {"d1_misses", "d1_misses_dm"};
-    add(out, "seq", op, "instructions", r.seq.ir(), n);
+// Metric names by cache (4-way, direct-mapped) and miss cost.
+constexpr const char* cycles_metric[2][3] = {
+    {"cycles_miss12", "cycles_miss24", "cycles_miss48"},
+    {"cycles_miss12_dm", "cycles_miss24_dm", "cycles_miss48_dm"}};
+constexpr const char* ratio_metric[2][3] = {
+    {"cycle_ratio_miss12", "cycle_ratio_miss24", "cycle_ratio_miss48"},
+    {"cycle_ratio_miss12_dm", "cycle_ratio_miss24_dm", "cycle_ratio_miss48_dm"}};
+constexpr const char* i1_metric[2] = {"i1_misses", "i1_misses_dm"};
+constexpr const char* d1_metric[2] = {"d1_misses", "d1_misses_dm"};
+
+/// The misses and cycles of `m` with cache `k`.
+void emit_cache(emitter& out, const char* sys, const char* op, int n, const measured& m, int k) {
+    const char* cache = to_string(caches[k]);
+    if (m.c[k].empty()) return;
+    if (std::string_view(sys) != "seq") {
+        add(out, sys, op, i1_metric[k], m.over(k, [](const counts& x) { return double(x.i1mr); }),
+            n, cache);
+        add(out, sys, op, d1_metric[k],
+            m.over(k, [](const counts& x) { return double(x.d1mr + x.d1mw); }), n, cache);
+    }
     for (int c = 0; c < 3; ++c) {
         const unsigned cost = miss_costs[c];
-        add(out, "seq", op, cycles[0][c],
-            r.seq.over(0, [cost](const counts& x) { return x.cycles(cost); }), n, "4way");
+        add(out, sys, op, cycles_metric[k][c],
+            m.over(k, [cost](const counts& x) { return x.cycles(cost); }), n, cache);
     }
-    for (int i = 0; i < 2; ++i) {
-        const measured& m = r.pol[i];
-        const char* sys = am::tam::to_string(policies[i]);
-        point ok{sys, "threads", 1,           op, "correct", r.correct(i) ? 1.0 : 0.0,
-                 n,   "none",    r.correct(i)};
-        out.add(ok);
-        add(out, sys, op, "tpq", exact(m.tpq()), n);
-        add(out, sys, op, "ipt", m.ipt(), n);
-        add(out, sys, op, "ipq", m.ipq(), n);
-        for (const char* k : {"threads", "quanta", "inlets", "messages", "frames"}) {
-            add(out, sys, op, k, exact(double(m.st.at(k))), n);
-        }
-        add(out, sys, op, "instructions", m.ir(), n);
-        add(out, sys, op, "overhead_vs_seq", r.overhead(i), n);
-        for (int k = 0; k < 2; ++k) {
-            const char* cache = to_string(caches[k]);
-            add(out, sys, op, i1[k], m.over(k, [](const counts& x) { return double(x.i1mr); }), n,
-                cache);
-            add(out, sys, op, d1[k],
-                m.over(k, [](const counts& x) { return double(x.d1mr + x.d1mw); }), n, cache);
-            for (int c = 0; c < 3; ++c) {
-                const unsigned cost = miss_costs[c];
-                add(out, sys, op, cycles[k][c],
-                    m.over(k, [cost](const counts& x) { return x.cycles(cost); }), n, cache);
-            }
-        }
+}
+
+/// Policy `i`'s lines: correctness, granularity, counts, overhead, misses and cycles.
+void emit_policy(emitter& out, const program_result& r, int i) {
+    const measured& m = r.pol[i];
+    const char* sys = am::tam::to_string(policies[i]);
+    const char* op = r.a->name;
+    const int n = r.n;
+    point ok{sys, "threads", 1, op, "correct", r.correct(i) ? 1.0 : 0.0, n, "none", r.correct(i)};
+    out.add(ok);
+    add(out, sys, op, "tpq", exact(m.tpq()), n);
+    add(out, sys, op, "ipt", m.ipt(), n);
+    add(out, sys, op, "ipq", m.ipq(), n);
+    for (const char* k : {"threads", "quanta", "inlets", "messages", "frames"}) {
+        add(out, sys, op, k, exact(double(m.st.at(k))), n);
     }
+    add(out, sys, op, "instructions", m.ir(), n);
+    add(out, sys, op, "overhead_vs_seq", r.overhead(i), n);
+    for (int k = 0; k < 2; ++k) emit_cache(out, sys, op, n, m, k);
+}
+
+void emit_ours(emitter& out, const program_result& r) {
+    const char* op = r.a->name;
+    add(out, "seq", op, "instructions", r.seq.ir(), r.n);
+    emit_cache(out, "seq", op, r.n, r.seq, 0);
+    for (int i = 0; i < 2; ++i) emit_policy(out, r, i);
     add(out, "md/am", op, "instruction_ratio",
-        paired(r.pol[0].c[0], r.pol[1].c[0], [](const counts& x) { return double(x.ir); }), n);
+        paired(r.pol[0].c[0], r.pol[1].c[0], [](const counts& x) { return double(x.ir); }), r.n);
     for (int k = 0; k < 2; ++k) {
         for (int c = 0; c < 3; ++c) {
-            add(out, "md/am", op, ratios[k][c], r.ratio(k, miss_costs[c]), n, to_string(caches[k]));
+            add(out, "md/am", op, ratio_metric[k][c], r.ratio(k, miss_costs[c]), r.n,
+                to_string(caches[k]));
         }
     }
 }
