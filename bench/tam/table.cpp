@@ -156,9 +156,30 @@ std::string pad(int rep) {
     return "TAM_TABLE_PAD=" + std::string(static_cast<std::size_t>(rep) * 40, 'x');
 }
 
+/// The binaries the repetitions run in turn: this one, then tam_table_layout1..3 beside it,
+/// the same program with its code 704, 1408 and 2112 bytes further on (code_pad.cpp), as the
+/// instruction cache's misses depend on where the code lies. Those not found are left out.
+std::vector<std::string> layouts(const std::string& self) {
+    std::vector<std::string> out{self};
+    const std::string dir = self.substr(0, self.rfind('/') + 1);
+    for (int k = 1; k <= 3; ++k) {
+        const std::string exe = dir + "tam_table_layout" + std::to_string(k);
+        if (access(exe.c_str(), X_OK) == 0) out.push_back(exe);
+    }
+    if (out.size() == 1) {
+        std::fprintf(stderr,
+                     "tam_table: warning: no tam_table_layout1..3 beside %s: every "
+                     "repetition runs the same code layout\n",
+                     self.c_str());
+    }
+    return out;
+}
+
 struct runner {
     const plan& p;
-    std::string valgrind, exe, dir;
+    std::string valgrind;
+    std::vector<std::string> exes;  // by repetition, in turn (`layouts`)
+    std::string dir;
 
     measured run(const std::vector<std::string>& args, const char* toggle, const std::string& tag,
                  bool both_caches) const {
@@ -167,7 +188,7 @@ struct runner {
             for (const cache_kind k : caches) {
                 if (k == cache_kind::direct && !both_caches) break;
                 const std::string t = tag + "." + to_string(k) + "." + std::to_string(rep);
-                std::vector<std::string> prog{exe};
+                std::vector<std::string> prog{exes[static_cast<std::size_t>(rep) % exes.size()]};
                 prog.insert(prog.end(), args.begin(), args.end());
                 prog.insert(prog.end(), {"--stats-out", dir + "/" + t + ".stats"});
                 if (p.verbose) print_command(k, toggle, dir + "/" + t + ".out", prog, rep);
@@ -443,7 +464,7 @@ int run_table(const plan& p) {
         return 2;
     }
     const work_dir dir(p.keep);
-    const runner run{p, valgrind, self_exe(), dir.path()};
+    const runner run{p, valgrind, layouts(self_exe()), dir.path()};
     emitter out(p.out);
     std::vector<program_result> rs;
     for (const tam_apps::app* a : p.programs) {

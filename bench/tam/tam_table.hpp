@@ -30,7 +30,7 @@ struct plan {
     std::string out;                             // --out FILE: the JSON lines also there
     std::string valgrind;                        // --valgrind PATH
     std::string keep;                            // --keep DIR: callgrind files kept there
-    int reps = 3;                                // --reps N: callgrind runs of each measurement
+    int reps = 4;                                // --reps N: callgrind runs of each measurement
     bool verbose = false;                        // --verbose: print the valgrind commands
     // The worker modes (internal): one program, one policy (--worker) or its reference.
     am::tam::policy dispatch = am::tam::policy::active_messages;  // --policy am|md
