@@ -393,6 +393,27 @@ void print_direct(const std::vector<program_result>& rs) {
     }
 }
 
+void print_ranges(const std::vector<program_result>& rs, int reps) {
+    std::FILE* o = stderr;
+    std::fprintf(o,
+                 "\nMD/AM cycle ratios, min-max over the %d run(s) (code and stack placed "
+                 "elsewhere in each)\n\n",
+                 reps);
+    std::fprintf(o, "%-10s %4s  %-11s %-11s %-11s  %-11s %-11s %-11s\n", "program", "arg",
+                 "4-way 12", "4-way 24", "4-way 48", "direct 12", "direct 24", "direct 48");
+    for (const program_result& r : rs) {
+        std::fprintf(o, "%-10s %4d ", r.a->name, r.n);
+        for (int k = 0; k < 2; ++k) {
+            std::fputs(k == 0 ? " " : "  ", o);
+            for (const unsigned cost : miss_costs) {
+                const summary q = r.ratio(k, cost);
+                std::fprintf(o, "%4.2f-%4.2f%s", q.min, q.max, cost == 48 ? "" : "   ");
+            }
+        }
+        std::fputs("\n", o);
+    }
+}
+
 unsigned long long med(const measured& m, int k, std::uint64_t (*f)(const counts&)) {
     return static_cast<unsigned long long>(
         m.over(k, [f](const counts& x) { return double(f(x)); }).median);
@@ -474,6 +495,7 @@ int run_table(const plan& p) {
     }
     print_table2(rs);
     print_direct(rs);
+    print_ranges(rs, p.reps);
     print_counts(rs);
     print_overhead(rs, p.reps);
     int wrong = 0;
