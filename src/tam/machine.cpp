@@ -85,7 +85,10 @@ void machine::enable(frame_rec& r, frame_ref self, thread_id t, bool from_inlet)
     }
     r.counts[t] = r.cb->threads[t].entry;
     if (_opt.dispatch == policy::message_driven) {
-        _lcv.emplace_back(self.as_word(), t);
+        // The LCV holds threads of one frame: an inlet runs only when it is empty, and a thread
+        // forks only in its own frame.
+        if (_lcv.empty()) _md_frame = self.index();
+        _lcv.push_back(t);
         return;
     }
     r.cv.push_back(t);
@@ -109,9 +112,7 @@ void machine::release(frame_rec& r, frame_ref self) {
     const char* call = "am::tam::frame::release";
     if (!r.live || r.gen != self.generation())
         fail_frame(errc::bad_context, call, self, "the frame is released twice");
-    const bool pending = !r.cv.empty() || std::any_of(_lcv.begin(), _lcv.end(), [&](const auto& e) {
-        return e.first == self.as_word();
-    });
+    const bool pending = !r.cv.empty() || (_md_frame == self.index() && !_lcv.empty());
     if (pending)
         fail_frame(errc::bad_context, call, self,
                    "released while threads of it are enabled (they would run on a released frame)");
@@ -445,17 +446,19 @@ bool machine::step_am() {
 bool machine::step_md() {
     poll_point();
     if (!_lcv.empty()) {
-        const auto [fw, t] = _lcv.back();
+        const thread_id t = _lcv.back();
         _lcv.pop_back();
-        const frame_ref f = frame_ref::from(fw);
-        rec_of(f, "am::tam thread");
-        run_thread(f.index(), t);
+        run_thread(_md_frame, t);
         return true;
     }
     if (_msgq.empty()) return false;
-    const message m = _msgq.front();
-    _msgq.pop_front();
-    deliver(m);
+    // The LCV is empty: the next message's inlet runs. Inlets that post nothing are followed
+    // by the next message at once, until one posts a thread or system work waits.
+    do {
+        const message m = _msgq.front();
+        _msgq.pop_front();
+        deliver(m);
+    } while (_lcv.empty() && _hiq.empty() && !_msgq.empty());
     return true;
 }
 

@@ -173,6 +173,7 @@ void machine::begin(const program& prog, const options& opt) {
     _ready.clear();
     _active = ~0u;
     _lcv.clear();
+    _md_frame = ~0u;
     _msgq.clear();
     _hiq.clear();
     _istructs.clear();

@@ -229,9 +229,10 @@ class machine final : public core::layer {
     std::vector<std::vector<std::uint32_t>> _free;  // released frames, per codeblock
     ring<std::uint32_t> _ready;                     // AM: frames with enabled threads
     std::uint32_t _active = ~0u;                    // AM: the frame whose CV is the LCV
-    std::vector<std::pair<word, thread_id>> _lcv;   // MD: the local continuation vector
-    ring<message> _msgq;                            // inlet messages (MD: the task queue)
-    ring<message> _hiq;                             // local system requests
+    std::vector<thread_id> _lcv;  // MD: the local continuation vector (threads of _md_frame)
+    std::uint32_t _md_frame = ~0u;
+    ring<message> _msgq;  // inlet messages (MD: the task queue)
+    ring<message> _hiq;   // local system requests
     std::vector<istruct_rec> _istructs;
     word _last_frame = ~word{0};  // for counting quanta
 
