@@ -222,9 +222,13 @@ void machine::start_root(codeblock_id root, std::initializer_list<word> args) {
 // is in flight: every rank is idle for good.
 void machine::terminate() {
     std::uint64_t previous[2] = {~0ull, ~0ull};
+    // What the rank did while it waits, including serving other ranks' requests (which runs
+    // no thread): reported as work, so that the collective does not back off meanwhile.
     const std::function<std::size_t()> idle = [this]() -> std::size_t {
+        const std::uint64_t before = _sent + _handled;
         take_inbox();  // what the collective's polls received
-        return step() ? 1 : 0;
+        const bool stepped = step();
+        return stepped || _sent + _handled != before ? 1 : 0;
     };
     for (;;) {
         work_until_idle();
