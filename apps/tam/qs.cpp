@@ -20,16 +20,13 @@
 #include <vector>
 
 #include "tam_apps.hpp"
+#include "tam_apps_common.hpp"
 
 namespace tam_apps {
 
 namespace {
 
-using am::tam::codeblock_def;
-using am::tam::frame;
-using am::tam::frame_ref;
-using am::tam::istruct_ref;
-using am::tam::word;
+using namespace detail;
 
 constexpr am::tam::codeblock_id cb_main = 0;
 constexpr am::tam::codeblock_id cb_qs = 1;
@@ -37,7 +34,8 @@ constexpr am::tam::codeblock_id cb_check = 2;
 
 /// Every caller of qs receives "child done" on this inlet.
 constexpr am::tam::inlet_id in_child_done = 1;
-/// Fetches in flight per loop (partition, check): one slot and one thread each.
+/// Fetches in flight in the partition loop: one slot and one thread each (qs_check has its
+/// own, detail::check_window).
 constexpr unsigned window = 4;
 
 /// The input: a 64-bit linear congruential generator (Knuth's MMIX constants), top 31 bits.
@@ -83,21 +81,6 @@ void main_sort(frame& f) {
 }
 void main_check(frame& f) {
     f.call(cb_check, 1 % f.ranks(), 0, {f.self().as_word(), f.slot(m_out), f.slot(m_n)});
-}
-void main_done(frame& f) {
-    f.finish(f.slot(m_value));
-    f.release();
-}
-void main_in_args(frame& f, std::span<const word> a) {
-    f.slot(m_n) = a[0];
-    f.post(m_t_start);
-}
-void main_in_sorted(frame& f, std::span<const word>) {
-    f.post(m_t_check);
-}
-void main_in_checked(frame& f, std::span<const word> a) {
-    f.slot(m_value) = a[0];
-    f.post(m_t_done);
 }
 
 // ---- qs -------------------------------------------------------------------------------------
@@ -190,9 +173,6 @@ void qs_in_args(frame& f, std::span<const word> a) {
     f.slot(q_out) = a[3];
     f.post(q_t_start);
 }
-void qs_in_child(frame& f, std::span<const word>) {
-    f.post(q_t_join);
-}
 void qs_in_pivot(frame& f, std::span<const word> a) {
     f.slot(q_pivot) = a[0];
     f.post(q_t_have_pivot);
@@ -203,63 +183,18 @@ void qs_in_value(frame& f, std::span<const word> a) {
     f.post(static_cast<am::tam::thread_id>(q_t_place + j));
 }
 
-// ---- qs_check: in-order reads of OUT ---------------------------------------------------------
-// consume<J> handles the elements i ≡ J (mod window); it needs two events: its element has
-// arrived (inlet) and element i-1 has been consumed (fork from consume<J-1>).
-enum : unsigned { c_caller, c_array, c_n, c_pos, c_sum, c_prev, c_sorted, c_val };
-enum : am::tam::inlet_id { c_in_args, c_in_value };
-enum : am::tam::thread_id { c_t_start, c_t_report, c_t_consume };
-
-void check_fetch(frame& f, word i, unsigned j) {
-    f.ifetch(istruct_ref::from(f.slot(c_array)), static_cast<std::uint32_t>(i), c_in_value, j);
-}
-void check_start(frame& f) {
-    for (unsigned j = 0; j < window && j < f.slot(c_n); ++j) check_fetch(f, j, j);
-    f.fork(c_t_consume);  // element 0 has no predecessor
-}
-template <unsigned J>
-void check_consume(frame& f) {
-    const word i = f.slot(c_pos);
-    const word v = f.slot(c_val + J);
-    if (i > 0 && v < f.slot(c_prev)) f.slot(c_sorted) = 0;
-    f.slot(c_sum) += (i + 1) * v;
-    f.slot(c_prev) = v;
-    f.slot(c_pos) = i + 1;
-    if (i + window < f.slot(c_n)) check_fetch(f, i + window, J);
-    f.fork(i + 1 < f.slot(c_n) ? static_cast<am::tam::thread_id>(c_t_consume + (J + 1) % window)
-                               : am::tam::thread_id{c_t_report});
-}
-void check_report(frame& f) {
-    const word sum = f.slot(c_sum);
-    f.send(frame_ref::from(f.slot(c_caller)), m_in_checked, {f.slot(c_sorted) ? sum : ~sum});
-    f.release();
-}
-void check_in_args(frame& f, std::span<const word> a) {
-    f.slot(c_caller) = a[0];
-    f.slot(c_array) = a[1];
-    f.slot(c_n) = a[2];
-    f.slot(c_pos) = 0;
-    f.slot(c_sum) = 0;
-    f.slot(c_sorted) = 1;
-    f.post(c_t_start);
-}
-void check_in_value(frame& f, std::span<const word> a) {
-    const auto j = static_cast<unsigned>(a[1]);
-    f.slot(c_val + j) = a[0];
-    f.post(static_cast<am::tam::thread_id>(c_t_consume + j));
-}
-
 am::tam::program build() {
-    static_assert(window == 4, "one place and one consume thread per window position");
+    static_assert(window == 4, "one place thread per window position");
     am::tam::program p;
-    p.add(codeblock_def{"qs_main",
-                        m_slots,
-                        {{main_start, 1, "start"},
-                         {main_gen, 1, "gen"},
-                         {main_sort, 1, "sort"},
-                         {main_check, 1, "check"},
-                         {main_done, 1, "done"}},
-                        {main_in_args, main_in_sorted, main_in_checked}});
+    p.add(codeblock_def{
+        "qs_main",
+        m_slots,
+        {{main_start, 1, "start"},
+         {main_gen, 1, "gen"},
+         {main_sort, 1, "sort"},
+         {main_check, 1, "check"},
+         {finish_with_slot<m_value>, 1, "done"}},
+        {store_and_post<m_n, m_t_start>, post_only<m_t_check>, store_and_post<m_value, m_t_done>}});
     p.add(codeblock_def{"qs",
                         q_slots,
                         {{qs_start, 1, "start"},
@@ -270,16 +205,8 @@ am::tam::program build() {
                          {qs_place<1>, 2, "place1"},
                          {qs_place<2>, 2, "place2"},
                          {qs_place<3>, 2, "place3"}},
-                        {qs_in_args, qs_in_child, qs_in_pivot, qs_in_value}});
-    p.add(codeblock_def{"qs_check",
-                        c_val + window,
-                        {{check_start, 1, "start"},
-                         {check_report, 1, "report"},
-                         {check_consume<0>, 2, "consume0"},
-                         {check_consume<1>, 2, "consume1"},
-                         {check_consume<2>, 2, "consume2"},
-                         {check_consume<3>, 2, "consume3"}},
-                        {check_in_args, check_in_value}});
+                        {qs_in_args, post_only<q_t_join>, qs_in_pivot, qs_in_value}});
+    p.add(in_order_check_codeblock<m_in_checked>("qs_check"));
     return p;
 }
 
@@ -320,13 +247,7 @@ void quicksort(std::vector<std::uint64_t>& a, std::size_t lo, std::size_t hi) {
         a[k] = value_of(x);
     }
     quicksort(a, 0, size);
-    std::uint64_t sum = 0;
-    bool sorted = true;
-    for (std::size_t i = 0; i < size; ++i) {
-        if (i > 0 && a[i] < a[i - 1]) sorted = false;
-        sum += (i + 1) * a[i];
-    }
-    return sorted ? sum : ~sum;
+    return in_order_checksum(a);
 }
 
 extern const app qs_app;
