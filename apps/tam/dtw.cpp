@@ -14,6 +14,7 @@
 // d[i][j] and D[i-1][j] through split-phase fetches, a block of 4 cells ahead (two
 // synchronising threads take turns), so rows i and i+1 advance as a wavefront across ranks.
 #include "tam_apps.hpp"
+#include "tam_apps_common.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -24,10 +25,7 @@ namespace tam_apps {
 namespace {
 
 namespace tam = am::tam;
-using tam::frame;
-using tam::frame_ref;
-using tam::istruct_ref;
-using tam::word;
+using namespace detail;
 
 /// Features per vector.
 constexpr unsigned features = 12;
@@ -41,17 +39,6 @@ double y_elem(int t, int f) {
     return x_elem((3 * t) / 4, f) + static_cast<double>((t + f) % 3 - 1);
 }
 
-/// An index and n travel together in one argument word.
-word pack(unsigned i, unsigned n) {
-    return word{i} | word{n} << 32;
-}
-unsigned low(word w) {
-    return static_cast<unsigned>(w & 0xffffffffu);
-}
-unsigned high(word w) {
-    return static_cast<unsigned>(w >> 32);
-}
-
 /// The directory's quarters: row i of x, y, d and D is at (quarter * n + i).
 enum quarters : unsigned { q_x, q_y, q_d, q_dp };
 
@@ -62,13 +49,6 @@ enum main_slots : unsigned { m_n, m_dir, m_i, m_answer, m_slots };
 enum main_threads : tam::thread_id { mt_start, mt_spawn, mt_end };
 enum main_inlets : tam::inlet_id { mi_args, mi_done, mi_dp_done };
 
-void main_args(frame& f, std::span<const word> a) {
-    f.slot(m_n) = a[0];
-    f.post(mt_start);
-}
-void main_done(frame& f, std::span<const word>) {
-    f.post(mt_end);
-}
 // {D[i][n-1], i}: the last row's is the answer.
 void main_dp_done(frame& f, std::span<const word> a) {
     if (a[1] + 1 == f.slot(m_n)) f.slot(m_answer) = a[0];
@@ -93,12 +73,6 @@ void main_spawn(frame& f) {
     f.call(cb_dp, rank, 0, {self, dir, pack(i, n)});
     f.slot(m_i) = i + 1;
     if (i + 1 < n) f.fork(mt_spawn);
-}
-
-// Entry count 4n: every frame main called has ended.
-void main_end(frame& f) {
-    f.finish(tam::to_word(static_cast<std::int64_t>(f.get<double>(m_answer))));
-    f.release();
 }
 
 // --- gen (rank i % ranks): the feature vector x[i] or y[i]. ---
@@ -167,13 +141,6 @@ enum dist_threads : tam::thread_id {
 };
 enum dist_inlets : tam::inlet_id { di_args, di_ref, di_x, di_y };
 
-void dist_args(frame& f, std::span<const word> a) {
-    f.slot(d_parent) = a[0];
-    f.slot(d_dir) = a[1];
-    f.slot(d_i) = low(a[2]);
-    f.slot(d_n) = high(a[2]);
-    f.post(dt_start);
-}
 // Tag n is x[i]; tag k < n is y[k].
 void dist_ref(frame& f, std::span<const word> a) {
     const auto k = static_cast<unsigned>(a[1]);
@@ -294,13 +261,6 @@ tam::thread_id sync_of(unsigned j) {
     return j / width % 2 == 0 ? pt_sync0 : pt_sync1;
 }
 
-void dp_args(frame& f, std::span<const word> a) {
-    f.slot(p_parent) = a[0];
-    f.slot(p_dir) = a[1];
-    f.slot(p_i) = low(a[2]);
-    f.slot(p_n) = high(a[2]);
-    f.post(pt_start);
-}
 // Tag 0 is d's row i, tag 1 is D's row i - 1.
 void dp_ref(frame& f, std::span<const word> a) {
     f.slot(a[1] == 0 ? p_drow : p_prev) = a[0];
@@ -396,18 +356,22 @@ tam::program build(unsigned n) {
     tam::program prog;
     prog.add({"dtw_main",
               m_slots,
-              {{main_start, 1, "start"}, {main_spawn, 1, "spawn"}, {main_end, 4 * n, "end"}},
-              {main_args, main_done, main_dp_done}});
+              {{main_start, 1, "start"},
+               {main_spawn, 1, "spawn"},
+               // every frame main called has ended
+               {finish_with_integral_double<m_answer>, 4 * n, "end"}},
+              {store_and_post<m_n, mt_start>, post_only<mt_end>, main_dp_done}});
     prog.add({"dtw_gen", g_slots, {{gen_start, 1, "start"}, {gen_fill, 1, "fill"}}, {gen_args}});
-    prog.add({"dtw_dist",
-              d_yref + n,
-              {{dist_start, 1, "start"},
-               {dist_ref_loop, 1, "ref_loop"},
-               {dist_refs, n + 1, "refs"},
-               {dist_xfetch, 1, "xfetch"},
-               {dist_fetch, 1, "fetch"},
-               {dist_dist, features, "dist"}},
-              {dist_args, dist_ref, dist_x, dist_y}});
+    prog.add(
+        {"dtw_dist",
+         d_yref + n,
+         {{dist_start, 1, "start"},
+          {dist_ref_loop, 1, "ref_loop"},
+          {dist_refs, n + 1, "refs"},
+          {dist_xfetch, 1, "xfetch"},
+          {dist_fetch, 1, "fetch"},
+          {dist_dist, features, "dist"}},
+         {parent_dir_row_args<d_parent, d_dir, d_i, d_n, dt_start>, dist_ref, dist_x, dist_y}});
     prog.add({"dtw_dp",
               dp_slot_count(n),
               {{dp_start, 1, "start"},
@@ -416,12 +380,12 @@ tam::program build(unsigned n) {
                {dp_sync, 2 * width + 1, "sync0"},  // set per block
                {dp_sync, 2 * width + 1, "sync1"},
                {dp_cell, 1, "cell"}},
-              {dp_args, dp_ref, dp_d, dp_up}});
+              {parent_dir_row_args<p_parent, p_dir, p_i, p_n, pt_start>, dp_ref, dp_d, dp_up}});
     return prog;
 }
 
 tam::result run(am::context& ctx, int n, const tam::options& opt) {
-    if (n < 1) throw std::invalid_argument("dtw: the argument must be at least 1");
+    require_positive(n, "dtw");
     const tam::program prog = build(static_cast<unsigned>(n));
     return tam::run(ctx, prog, cb_main, {tam::to_word(n)}, opt);
 }

@@ -10,6 +10,7 @@
 // compute-heavy threads of this program. The elements are small integers, so every sum is
 // exact whatever order the ranks' messages impose; the answer is the sum as an integer.
 #include "tam_apps.hpp"
+#include "tam_apps_common.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -20,10 +21,7 @@ namespace tam_apps {
 namespace {
 
 namespace tam = am::tam;
-using tam::frame;
-using tam::frame_ref;
-using tam::istruct_ref;
-using tam::word;
+using namespace detail;
 
 /// Fetches, stores or multiply-adds one iteration of a loop thread issues (its unrolling).
 constexpr unsigned width = 16;
@@ -35,35 +33,12 @@ double b_elem(int k, int j) {
     return static_cast<double>((3 * k + j) % 7 - 2);
 }
 
-/// Row index and n travel together in one argument word.
-word pack(unsigned i, unsigned n) {
-    return word{i} | word{n} << 32;
-}
-unsigned low(word w) {
-    return static_cast<unsigned>(w & 0xffffffffu);
-}
-unsigned high(word w) {
-    return static_cast<unsigned>(w >> 32);
-}
-
 enum codeblocks : tam::codeblock_id { cb_main, cb_gen, cb_row };
 
 // --- main (rank 0): allocates the directories, calls gen and row per row, sums the rows. ---
 enum main_slots : unsigned { m_n, m_arows, m_brows, m_i, m_sum, m_slots };
 enum main_threads : tam::thread_id { mt_start, mt_spawn, mt_end };
 enum main_inlets : tam::inlet_id { mi_args, mi_done, mi_rowsum };
-
-void main_args(frame& f, std::span<const word> a) {
-    f.slot(m_n) = a[0];
-    f.post(mt_start);
-}
-void main_done(frame& f, std::span<const word>) {
-    f.post(mt_end);
-}
-void main_rowsum(frame& f, std::span<const word> a) {
-    f.put(m_sum, f.get<double>(m_sum) + tam::from_word<double>(a[0]));
-    f.post(mt_end);
-}
 
 void main_start(frame& f) {
     const auto n = f.get<unsigned>(m_n);
@@ -85,12 +60,6 @@ void main_spawn(frame& f) {
     f.call(cb_row, rank, 0, {self, f.slot(m_arows), f.slot(m_brows), pack(i, n)});
     f.slot(m_i) = i + 1;
     if (i + 1 < n) f.fork(mt_spawn);
-}
-
-// Entry count 3n: two generated rows and one row sum per row.
-void main_end(frame& f) {
-    f.finish(tam::to_word(static_cast<std::int64_t>(f.get<double>(m_sum))));
-    f.release();
 }
 
 // --- gen (rank i % ranks): row i of A (kind 0) or B (kind 1). ---
@@ -274,10 +243,14 @@ void row_mac(frame& f) {
 
 tam::program build(unsigned n) {
     tam::program prog;
-    prog.add({"mmt_main",
-              m_slots,
-              {{main_start, 1, "start"}, {main_spawn, 1, "spawn"}, {main_end, 3 * n, "end"}},
-              {main_args, main_done, main_rowsum}});
+    prog.add(
+        {"mmt_main",
+         m_slots,
+         {{main_start, 1, "start"},
+          {main_spawn, 1, "spawn"},
+          // two generated rows and one row sum per row
+          {finish_with_integral_double<m_sum>, 3 * n, "end"}},
+         {store_and_post<m_n, mt_start>, post_only<mt_end>, add_double_and_post<m_sum, mt_end>}});
     prog.add({"mmt_gen", g_slots, {{gen_start, 1, "start"}, {gen_fill, 1, "fill"}}, {gen_args}});
     prog.add({"mmt_row",
               row_slot_count(n),
@@ -293,7 +266,7 @@ tam::program build(unsigned n) {
 }
 
 tam::result run(am::context& ctx, int n, const tam::options& opt) {
-    if (n < 1) throw std::invalid_argument("mmt: the argument must be at least 1");
+    require_positive(n, "mmt");
     const tam::program prog = build(static_cast<unsigned>(n));
     return tam::run(ctx, prog, cb_main, {tam::to_word(n)}, opt);
 }

@@ -31,16 +31,13 @@
 #include <vector>
 
 #include "tam_apps.hpp"
+#include "tam_apps_common.hpp"
 
 namespace tam_apps {
 
 namespace {
 
-using am::tam::codeblock_def;
-using am::tam::frame;
-using am::tam::frame_ref;
-using am::tam::istruct_ref;
-using am::tam::word;
+using namespace detail;
 
 constexpr am::tam::codeblock_id cb_main = 0;
 constexpr am::tam::codeblock_id cb_rad = 1;
@@ -109,17 +106,6 @@ void main_call_para(frame& f) {
     main_call(f, cb_para, m);
     f.slot(m_j) = m + 1;
     if (m + 1 <= f.slot(m_n)) f.fork(m_t_call_para);
-}
-void main_done(frame& f) {
-    f.finish(f.slot(m_value));
-    f.release();
-}
-void main_in_args(frame& f, std::span<const word> a) {
-    f.slot(m_n) = a[0];
-    f.post(m_t_start);
-}
-void main_in_rad_done(frame& f, std::span<const word>) {
-    f.post(m_t_done);
 }
 void main_in_para_done(frame& f, std::span<const word> a) {
     f.slot(m_value) += a[0];
@@ -435,8 +421,8 @@ am::tam::program build(int n) {
                         {{main_start, 1, "start"},
                          {main_call_rad, 1, "call_rad"},
                          {main_call_para, 1, "call_para"},
-                         {main_done, 2, "done"}},  // count set: n/2 + n callees
-                        {main_in_args, main_in_rad_done, main_in_para_done}});
+                         {finish_with_slot<m_value>, 2, "done"}},  // count set: n/2 + n callees
+                        {store_and_post<m_n, m_t_start>, post_only<m_t_done>, main_in_para_done}});
     p.add(codeblock_def{"rad",
                         x_radicals + 2 * (maxrad + 1),
                         {{rad_fetch, 1, "fetch"},

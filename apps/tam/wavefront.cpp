@@ -14,6 +14,7 @@
 // through split-phase fetches, a block of 8 cells ahead (two synchronising threads take
 // turns). The rows thus advance as a wavefront over the ranks, pass after pass.
 #include "tam_apps.hpp"
+#include "tam_apps_common.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -25,10 +26,7 @@ namespace tam_apps {
 namespace {
 
 namespace tam = am::tam;
-using tam::frame;
-using tam::frame_ref;
-using tam::istruct_ref;
-using tam::word;
+using namespace detail;
 
 /// Successive matrices computed after M0.
 constexpr unsigned matrices = 3;
@@ -42,32 +40,12 @@ double step(double north, double west, double north_prev, double west_prev) {
     return std::fmod(3 * north + 5 * west + 7 * north_prev + 11 * west_prev + 1, 1009.0);
 }
 
-/// An index and n travel together in one argument word.
-word pack(unsigned i, unsigned n) {
-    return word{i} | word{n} << 32;
-}
-unsigned low(word w) {
-    return static_cast<unsigned>(w & 0xffffffffu);
-}
-unsigned high(word w) {
-    return static_cast<unsigned>(w >> 32);
-}
-
 enum codeblocks : tam::codeblock_id { cb_main, cb_row };
 
 // --- main (rank 0): the directory of rows, a row frame per row, the sum. ---
 enum main_slots : unsigned { m_n, m_dir, m_i, m_sum, m_slots };
 enum main_threads : tam::thread_id { mt_start, mt_spawn, mt_end };
 enum main_inlets : tam::inlet_id { mi_args, mi_rowsum };
-
-void main_args(frame& f, std::span<const word> a) {
-    f.slot(m_n) = a[0];
-    f.post(mt_start);
-}
-void main_rowsum(frame& f, std::span<const word> a) {
-    f.put(m_sum, f.get<double>(m_sum) + tam::from_word<double>(a[0]));
-    f.post(mt_end);
-}
 
 void main_start(frame& f) {
     f.slot(m_dir) = f.ialloc(f.get<unsigned>(m_n)).as_word();
@@ -83,12 +61,6 @@ void main_spawn(frame& f) {
     f.call(cb_row, rank, 0, {f.self().as_word(), f.slot(m_dir), pack(i, n)});
     f.slot(m_i) = i + 1;
     if (i + 1 < n) f.fork(mt_spawn);
-}
-
-// Entry count n: every row's sum has arrived.
-void main_end(frame& f) {
-    f.finish(tam::to_word(static_cast<std::int64_t>(f.get<double>(m_sum))));
-    f.release();
 }
 
 // --- row (rank i % ranks): row i of every matrix. ---
@@ -132,13 +104,6 @@ tam::thread_id sync_of(unsigned j) {
     return j / width % 2 == 0 ? rt_sync0 : rt_sync1;
 }
 
-void row_args(frame& f, std::span<const word> a) {
-    f.slot(r_parent) = a[0];
-    f.slot(r_dir) = a[1];
-    f.slot(r_i) = low(a[2]);
-    f.slot(r_n) = high(a[2]);
-    f.post(rt_start);
-}
 void row_ref(frame& f, std::span<const word> a) {
     f.slot(r_prev) = a[0];
     f.post(rt_ref);
@@ -249,8 +214,10 @@ tam::program build(unsigned n) {
     tam::program prog;
     prog.add({"wavefront_main",
               m_slots,
-              {{main_start, 1, "start"}, {main_spawn, 1, "spawn"}, {main_end, n, "end"}},
-              {main_args, main_rowsum}});
+              {{main_start, 1, "start"},
+               {main_spawn, 1, "spawn"},
+               {finish_with_integral_double<m_sum>, n, "end"}},  // every row's sum has arrived
+              {store_and_post<m_n, mt_start>, add_double_and_post<m_sum, mt_end>}});
     prog.add({"wavefront_row",
               row_slot_count(n),
               {{row_start, 1, "start"},
@@ -259,12 +226,12 @@ tam::program build(unsigned n) {
                {row_sync, width + 1, "sync0"},  // set per block
                {row_sync, width + 1, "sync1"},
                {row_cell, 1, "cell"}},
-              {row_args, row_ref, row_north}});
+              {parent_dir_row_args<r_parent, r_dir, r_i, r_n, rt_start>, row_ref, row_north}});
     return prog;
 }
 
 tam::result run(am::context& ctx, int n, const tam::options& opt) {
-    if (n < 1) throw std::invalid_argument("wavefront: the argument must be at least 1");
+    require_positive(n, "wavefront");
     const tam::program prog = build(static_cast<unsigned>(n));
     return tam::run(ctx, prog, cb_main, {tam::to_word(n)}, opt);
 }
