@@ -7,8 +7,10 @@ set -euo pipefail
 need="cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin libboost-context-dev"
 case "${1:-test}" in
   demo) ;;
-  test) need="$need libgtest-dev libboost-mpi-dev libboost-graph-parallel-dev libcereal-dev" ;;
+  test) need="$need libgtest-dev libboost-mpi-dev libboost-graph-parallel-dev libcereal-dev"
+        need="$need iproute2 iptables" ;;          # tests/multihost: scripts/multihost.sh
   ci)   need="$need libgtest-dev clang-format libboost-mpi-dev libboost-graph-parallel-dev libcereal-dev"
+        need="$need iproute2 iptables"             # tests/multihost: scripts/multihost.sh
         need="$need ucx-utils"                     # the UCX baseline of am_pingpong, am_flood
         need="$need valgrind"                      # am.bench.instructions_per_roundtrip
         need="$need clang-14 libclang-rt-14-dev"   # clang-14: scripts/fuzz.sh (libFuzzer)

@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# Emulated hosts on one machine: runs an MPI job across H "hosts", each a Linux network namespace
+# (its own interface, address and routing) with its own UTS namespace (its own hostname, so MPI
+# sees H nodes), joined by veth pairs to a bridge that lives in a namespace of its own. The MPI
+# launcher starts in host 0 and reaches the others over TCP through a remote-launch agent that
+# enters the host's namespaces instead of using ssh. Ranks on one host share memory (am's node
+# rings, MPI's shared-memory transport); ranks on different hosts talk over TCP.
+#
+#   scripts/multihost.sh [options] -- program [args...]
+#
+#   --hosts H           emulated hosts (default 2)
+#   --ppn N             ranks per host (default 2)
+#   --mpi openmpi|mpich the launcher's MPI (default openmpi); must be the program's MPI
+#   --mpirun PATH       the launcher (default: mpirun for openmpi, mpiexec.hydra for mpich)
+#   --loss PCT          drop PCT % of the packets arriving at each host (iptables, statistic match)
+#   --rate RATE         limit each host's sending rate (tc tbf, e.g. 100mbit)
+#   --cut HOST:SECONDS  take host HOST's link down SECONDS after the launch (ip link set down)
+#   --timeout SECONDS   kill the job if it runs longer (default 600); status 124
+#   --check             only check that namespaces can be made here; status 0, or 77 with why
+#
+# The job's exit status is the script's. Status 77 (and a line saying why) when namespaces cannot
+# be created here (not root, no CAP_SYS_ADMIN, no iproute2): callers report the run as skipped.
+# Everything the script creates (namespaces, mounts, its run directory, the processes left in its
+# namespaces) is removed when it ends, also when interrupted. It uses only the addresses it
+# assigns inside its own namespaces (10.77.0.0/24; invisible outside them), so several runs may
+# go at once. Delay cannot be emulated: these kernels have no netem queueing discipline.
+set -euo pipefail
+
+hosts=2
+ppn=2
+mpi=openmpi
+mpirun=""
+loss=""
+rate=""
+cut=""
+timeout_s=600
+check_only=0
+
+die() {
+  echo "multihost.sh: $*" >&2
+  exit 2
+}
+skip() {
+  echo "multihost.sh: SKIPPED: $*" >&2
+  exit 77
+}
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --hosts) hosts=$2; shift 2 ;;
+    --ppn) ppn=$2; shift 2 ;;
+    --mpi) mpi=$2; shift 2 ;;
+    --mpirun) mpirun=$2; shift 2 ;;
+    --loss) loss=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --cut) cut=$2; shift 2 ;;
+    --timeout) timeout_s=$2; shift 2 ;;
+    --check) check_only=1; shift ;;
+    --) shift; break ;;
+    *) die "unknown option '$1' (see the comment at the top of the script)" ;;
+  esac
+done
+[[ "$hosts" =~ ^[0-9]+$ && $hosts -ge 1 && $hosts -le 200 ]] || die "--hosts $hosts: 1 to 200"
+[[ "$ppn" =~ ^[0-9]+$ && $ppn -ge 1 ]] || die "--ppn $ppn: a positive count"
+[[ "$mpi" == openmpi || "$mpi" == mpich ]] || die "--mpi $mpi: openmpi or mpich"
+if [[ -n "$loss" ]]; then
+  [[ "$loss" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--loss $loss: a percentage"
+fi
+if [[ -n "$cut" ]]; then
+  [[ "$cut" =~ ^([0-9]+):([0-9]+(\.[0-9]+)?)$ ]] || die "--cut $cut: HOST:SECONDS"
+  cut_host=${BASH_REMATCH[1]}
+  cut_after=${BASH_REMATCH[2]}
+  [[ $cut_host -lt $hosts ]] || die "--cut $cut: host $cut_host of $hosts"
+fi
+if [[ $check_only -eq 0 && $# -eq 0 ]]; then
+  die "no program given (scripts/multihost.sh [options] -- program [args...])"
+fi
+
+# --- can namespaces be made here? ------------------------------------------------------------
+[[ $(id -u) -eq 0 ]] || skip "needs root (network and UTS namespaces)"
+for tool in ip nsenter unshare; do
+  command -v $tool >/dev/null || skip "'$tool' not found (Debian: iproute2, util-linux)"
+done
+if [[ -n "$loss" ]] && ! command -v iptables >/dev/null; then
+  skip "--loss needs iptables (Debian: iptables)"
+fi
+if [[ -n "$rate" ]] && ! command -v tc >/dev/null; then
+  skip "--rate needs tc (Debian: iproute2)"
+fi
+
+tag="am$$"
+run_dir=/run/am-multihost/$tag
+sw="${tag}sw"
+ns() { echo "${tag}h$1"; }
+addr() { echo "10.77.0.$(($1 + 1))"; }
+job_pid=""
+
+# What crossed each host's link (and what the loss rule dropped): evidence that the job's traffic
+# between hosts went over TCP, printed when the job ends.
+report_links() {
+  local h rx tx dropped
+  for ((h = 0; h < hosts; h++)); do
+    [[ -e /run/netns/$(ns $h) ]] || continue
+    rx=$(ip netns exec "$(ns $h)" cat /sys/class/net/eth0/statistics/rx_bytes 2>/dev/null || echo '?')
+    tx=$(ip netns exec "$(ns $h)" cat /sys/class/net/eth0/statistics/tx_bytes 2>/dev/null || echo '?')
+    dropped=""
+    if [[ -n "$loss" ]]; then
+      dropped=", loss rule dropped $(ip netns exec "$(ns $h)" iptables -L INPUT -v -n -x 2>/dev/null |
+        awk '/statistic/ { print $1; exit }') packets"
+    fi
+    echo "multihost.sh: host $h (amhost$h, $(addr $h)): eth0 received $rx bytes, sent $tx bytes$dropped" >&2
+  done
+}
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  if [[ -n "$job_pid" ]]; then kill -TERM -- -"$job_pid" 2>/dev/null || true; fi
+  if [[ $check_only -eq 0 && -d "$run_dir" ]]; then report_links; fi
+  local h pids
+  for ((h = 0; h < hosts; h++)); do
+    pids=$(ip netns pids "$(ns $h)" 2>/dev/null || true)
+    if [[ -n "$pids" ]]; then kill -KILL $pids 2>/dev/null || true; fi
+  done
+  if [[ -n "$job_pid" ]]; then kill -KILL -- -"$job_pid" 2>/dev/null || true; fi
+  for ((h = 0; h < hosts; h++)); do
+    if [[ -e "$run_dir/h$h.uts" ]]; then umount "$run_dir/h$h.uts" 2>/dev/null || true; fi
+    ip netns del "$(ns $h)" 2>/dev/null || true
+  done
+  ip netns del "$sw" 2>/dev/null || true
+  rm -rf "$run_dir"
+  exit $status
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+make_hosts() {
+  mkdir -p "$run_dir"
+  ip netns add "$sw" 2>/dev/null || skip "cannot create a network namespace (ip netns add failed)"
+  ip -n "$sw" link add br0 type bridge
+  ip -n "$sw" link set br0 up
+  local h
+  for ((h = 0; h < hosts; h++)); do
+    ip netns add "$(ns $h)"
+    ip link add "${tag}v$h" type veth peer name eth0 netns "$(ns $h)"
+    ip link set "${tag}v$h" netns "$sw"
+    ip -n "$sw" link set "${tag}v$h" name "h$h" master br0 up
+    ip -n "$(ns $h)" addr add "$(addr $h)/24" dev eth0
+    ip -n "$(ns $h)" link set eth0 up
+    ip -n "$(ns $h)" link set lo up
+    touch "$run_dir/h$h.uts"
+    unshare --uts="$run_dir/h$h.uts" hostname "amhost$h" ||
+      skip "cannot create a UTS namespace (unshare --uts failed)"
+    degrade "$h"
+  done
+}
+
+# The link's impairments, applied inside the host's namespace (never to the machine's own).
+degrade() {
+  local h=$1
+  if [[ -n "$loss" ]]; then
+    ip netns exec "$(ns $h)" iptables -A INPUT -i eth0 -m statistic --mode random \
+      --probability "$(awk "BEGIN { print $loss / 100 }")" -j DROP ||
+      skip "iptables cannot add the loss rule in a namespace here"
+  fi
+  if [[ -n "$rate" ]]; then
+    ip netns exec "$(ns $h)" tc qdisc add dev eth0 root tbf rate "$rate" burst 64kb latency 200ms
+  fi
+}
+
+# The remote-launch agent: called as ssh would be (options, then the host, then the command);
+# runs the command in that host's namespaces.
+write_agent() {
+  local agent=$run_dir/agent h
+  {
+    echo '#!/usr/bin/env bash'
+    echo 'while [[ "$1" == -* ]]; do shift; done'
+    echo 'host=$1; shift'
+    echo 'case "$host" in'
+    for ((h = 0; h < hosts; h++)); do
+      echo "  $(addr $h)|amhost$h) n=$h ;;"
+    done
+    echo '  *) echo "multihost agent: unknown host $host" >&2; exit 255 ;;'
+    echo 'esac'
+    echo "exec nsenter --net=/run/netns/${tag}h\$n --uts=$run_dir/h\$n.uts -- /bin/sh -c \"\$*\""
+  } >"$agent"
+  chmod +x "$agent"
+  echo "$agent"
+}
+
+launch_command() {
+  local agent=$1 np=$((hosts * ppn)) h
+  if [[ "$mpi" == openmpi ]]; then
+    local hostfile=$run_dir/hostfile
+    for ((h = 0; h < hosts; h++)); do echo "$(addr $h) slots=$ppn"; done >"$hostfile"
+    cmd=("${mpirun:-mpirun}" -n "$np" --hostfile "$hostfile" --map-by "ppr:$ppn:node"
+         --oversubscribe --mca plm_rsh_agent "$agent" --mca pml ob1 --mca btl self,vader,tcp
+         --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24)
+  else
+    local list=""
+    for ((h = 0; h < hosts; h++)); do list+="${list:+,}$(addr $h):$ppn"; done
+    # Debian's MPICH runs over UCX, whose shared-memory transports would reach the other
+    # "hosts" (they are one machine): TCP only, on the emulated link. (With UCX_TLS=tcp,self,
+    # MPICH 4.0.2 jobs of 2 x 2 ranks hung in MPI_Finalize, one rank flushing a UCX endpoint.)
+    cmd=("${mpirun:-mpiexec.hydra}" -n "$np" -hosts "$list" -launcher ssh
+         -launcher-exec "$agent" -iface eth0 -genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0)
+  fi
+}
+
+cut_later() {
+  sleep "$cut_after"
+  ip -n "$(ns "$cut_host")" link set eth0 down
+  echo "multihost.sh: host $cut_host's link cut at ${cut_after} s" >&2
+}
+
+make_hosts
+if [[ $check_only -eq 1 ]]; then
+  echo "multihost.sh: namespaces can be created here"
+  exit 0
+fi
+agent=$(write_agent)
+launch_command "$agent"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo "multihost.sh: $hosts hosts x $ppn ranks: ${cmd[*]} $*" >&2
+set +e
+setsid nsenter --net=/run/netns/"$(ns 0)" --uts="$run_dir/h0.uts" -- \
+  timeout --kill-after=5 "$timeout_s" "${cmd[@]}" "$@" &
+job_pid=$!
+if [[ -n "$cut" ]]; then cut_later & fi
+wait "$job_pid"
+status=$?
+set -e
+job_pid=""
+exit $status
