@@ -105,6 +105,7 @@ def table(d, tp, ranks):
         ("memory_routed", "coalesce_kib", "routed: buffers (KiB / rank)"),
         ("memory_routed", "rss_alltoall_kib", "routed: RSS growth (KiB / rank)"),
         ("memory", "typed_kib", "typed bookkeeping (KiB / rank)"),
+        ("memory", "rss_setup_kib", "RSS at set-up (KiB / rank)"),
         ("memory", "hwm_kib", "VmHWM (KiB / rank)")],
         "all-to-all epoch (one 16-byte record per pair) and memory per rank")
     buf = [d.get((tp, p, "memory", "coalesce_kib")) for p in ranks]
