@@ -197,11 +197,19 @@ TEST_P(typed_route, depth_refused_at_sender) {
 }
 
 // Buffers: group + groups per rank, created on first use; at 64 ranks 8 + 8 instead of 64.
+// A direct layer holds two halves of its capacity for every rank from the start; a message
+// type adds its per-peer counts (two slots × six 8-byte words per peer) to the layer's own.
 TEST_P(typed_route, buffers_per_rank) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int n = ctx.size(), me = ctx.rank();
+                  const std::size_t before = am::typed_memory_bytes(ctx);
                   am::message_type<item> type(ctx, [](const item&) {});
+                  EXPECT_GE(am::typed_memory_bytes(ctx), before + 96 * static_cast<std::size_t>(n));
                   auto direct = am::coalesce(type);
+                  const std::size_t halves =
+                      static_cast<std::size_t>(n) * 2 * direct.capacity() * sizeof(item);
+                  EXPECT_GE(direct.buffer_bytes(), halves);
+                  EXPECT_LE(direct.buffer_bytes(), halves + static_cast<std::size_t>(n) * 64);
                   auto via = am::coalesce_routed(type);
                   int g = 0;
                   while (g * g < n) ++g;
