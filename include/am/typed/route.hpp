@@ -20,9 +20,9 @@ namespace am {
 /// Options of a routed coalescing layer.
 struct route_options {
     /// Ranks per group. Rank r is member r % group of group r / group. 0 (default): the
-    /// smallest g with g·g ≥ ranks, which makes the number of buffers per rank smallest. On
-    /// the mpi transport with several ranks per node, the node's size groups a node's ranks
-    /// (when the launcher places ranks by node in order).
+    /// smallest g with g·g ≥ ranks, which makes the number of buffers per rank smallest. Groups
+    /// come from rank numbers only: on the mpi transport, setting it to the ranks per node
+    /// makes groups nodes when the launcher places ranks by node in order (not automatic).
     int group = 0;
     /// Bytes of each buffer (a value plus 8 bytes of routing per message), as
     /// `coalesce_options::bytes`: 0 takes 16 KiB, or `max_medium()` when that is smaller.
