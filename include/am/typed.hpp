@@ -25,3 +25,4 @@
 #include <am/typed/epoch.hpp>
 #include <am/typed/message_type.hpp>
 #include <am/typed/reduce.hpp>
+#include <am/typed/route.hpp>

@@ -3,6 +3,7 @@
 // batches) and the entry points of include/am/typed/*.hpp. Epochs are in typed_epoch.cpp.
 #include "typed_common.hpp"
 
+#include "../util/assert.hpp"
 #include "../util/error.hpp"
 #include "../util/maybe_lock.hpp"
 
@@ -196,6 +197,12 @@ std::size_t typed_layer::run_parallel() {
     return 1;
 }
 
+void typed_layer::run_inline(std::uint32_t type, int source, std::span<const std::byte> p) {
+    AM_ASSERT(type < _ntypes.load(std::memory_order_acquire), "inline run of a registered type");
+    const type_info& t = *_types[type];
+    t.runner.run(t.runner.obj, source, p);
+}
+
 void typed_layer::run_batch(std::uint32_t type, int source, std::span<const std::byte> p,
                             std::uint64_t tag) {
     const type_info& t = *_types[type];
@@ -290,6 +297,10 @@ void typed_deliver(typed_layer* l, std::uint32_t type, int source, std::span<con
 void typed_set_handler(typed_layer* l, std::uint32_t type, std::uint32_t handler) {
     l->set_handler(type, handler);
 }
+void typed_run_inline(typed_layer* l, std::uint32_t type, int source,
+                      std::span<const std::byte> p) {
+    l->run_inline(type, source, p);
+}
 std::uint64_t typed_send_tag(typed_layer* l, const char* call) {
     return l->send_tag(call);
 }
@@ -336,6 +347,27 @@ std::uint64_t epoch_end(typed_layer* l, std::uint64_t value, epoch_stats& out) {
 }
 void epoch_abandon(typed_layer* l) noexcept {
     l->abandon();
+}
+std::size_t typed_memory_bytes(const typed_layer* l) {
+    return l->memory_bytes();
+}
+
+std::size_t typed_layer::memory_bytes() const {
+    // Per type and epoch slot: three counters and three base words per peer.
+    const std::size_t per_peer = 3 * sizeof(counter) + 3 * sizeof(std::uint64_t);
+    std::size_t n = sizeof(*this);
+    const std::uint32_t types = _ntypes.load(std::memory_order_acquire);
+    for (std::uint32_t t = 0; t < types; ++t) {
+        n += sizeof(type_info) + _types[t]->name.capacity() +
+             2 * (sizeof(peer_counts) + static_cast<std::size_t>(_size) * per_peer);
+    }
+    n += _history.capacity() * sizeof(epoch_stats);
+    n += _scratch.capacity() * sizeof(typed_member*);
+    {
+        util::maybe_lock lock(_deferred_mutex, _locking);
+        for (const deferred_batch& b : _deferred) n += sizeof b + b.bytes.capacity();
+    }
+    return n;
 }
 
 }  // namespace am::detail

@@ -39,6 +39,7 @@ class typed_layer final : public core::layer {
     std::uint32_t add_type(std::string_view name, std::size_t item_size, const type_runner& r);
     void deliver(std::uint32_t type, int source, std::span<const std::byte> p, std::uint64_t tag);
     void set_handler(std::uint32_t type, std::uint32_t handler);
+    void run_inline(std::uint32_t type, int source, std::span<const std::byte> p);
     std::uint64_t send_tag(const char* call);
     void check_tag(std::uint64_t tag, const char* call);
     void send(std::uint32_t type, int dest, std::uint64_t tag, const void* data, std::size_t items,
@@ -56,6 +57,8 @@ class typed_layer final : public core::layer {
     void begin(const epoch_options& opt);
     std::uint64_t end(std::uint64_t value, epoch_stats& out);
     void abandon() noexcept;
+    /// Bytes held for the layer's own bookkeeping (`am::typed_memory_bytes`).
+    [[nodiscard]] std::size_t memory_bytes() const;
     /// The AM_STATS text: totals and a line per epoch (the last ones).
     [[nodiscard]] std::string report() const override;
 
@@ -133,7 +136,7 @@ class typed_layer final : public core::layer {
     // wait in `_deferred` until this rank begins it too: the program may still be creating
     // what their handlers use.
     std::atomic<std::uint64_t> _begun{0};
-    std::mutex _deferred_mutex;
+    mutable std::mutex _deferred_mutex;
     std::vector<deferred_batch> _deferred;
     // thread_multiple: received batches wait here for whichever polling thread takes them, so
     // several threads of the rank run handlers at once.

@@ -104,6 +104,16 @@ class coalesced final : public detail::typed_member {
     }
     /// Messages per buffer.
     [[nodiscard]] std::size_t capacity() const noexcept { return _cap; }
+    /// Bytes of buffer storage allocated on this rank: per sending thread, two halves of
+    /// `capacity()` messages and one bookkeeping entry for every rank (the buffers exist for
+    /// every destination from construction on, so this is O(ranks); pages the program never
+    /// filled are reserved but need not be resident). Not synchronised with threads that are
+    /// registering their first send.
+    [[nodiscard]] std::size_t buffer_bytes() const noexcept {
+        const std::size_t per_set =
+            static_cast<std::size_t>(_ranks) * (2 * _cap * sizeof(T) + sizeof(buffer_meta));
+        return per_set * (1 + _sets.size());
+    }
     [[nodiscard]] message_type<T>& type() const noexcept { return *_type; }
 
     /// Sends every buffer of every thread (the epoch's end). With several threads, another

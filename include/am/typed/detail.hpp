@@ -71,6 +71,10 @@ std::uint32_t typed_register(typed_layer* l, std::string_view name, std::size_t 
 void typed_deliver(typed_layer* l, std::uint32_t type, int source, std::span<const std::byte> p,
                    std::uint64_t tag);
 void typed_set_handler(typed_layer* l, std::uint32_t type, std::uint32_t handler);
+/// Runs `type`'s handler on `p` as from `source`, here and now, without counting a message:
+/// for a layer that received the value inside a message of its own (`routed`), from that
+/// message's handler (sends made by the handler nest below it).
+void typed_run_inline(typed_layer* l, std::uint32_t type, int source, std::span<const std::byte> p);
 /// The tag of a send made now on this thread; throws when no epoch is open or the declared
 /// depth is exceeded.
 std::uint64_t typed_send_tag(typed_layer* l, const char* call);

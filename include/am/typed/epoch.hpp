@@ -8,6 +8,7 @@
 #include <am/error.hpp>
 #include <am/typed/detail.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -51,7 +52,17 @@ namespace detail {
 void epoch_begin(typed_layer* l, const epoch_options& opt);
 std::uint64_t epoch_end(typed_layer* l, std::uint64_t value, epoch_stats& out);
 void epoch_abandon(typed_layer* l) noexcept;
+std::size_t typed_memory_bytes(const typed_layer* l);
 }  // namespace detail
+
+/// Bytes the typed layer of `ctx`'s rank holds for its own bookkeeping: the layer object, the
+/// message-type registry with each type's per-peer counts (O(ranks) per type), the epoch
+/// history kept for AM_STATS and batches waiting for their epoch. Coalescing buffers and dedup
+/// or combining caches are the program's objects and not included (`coalesced::buffer_bytes`).
+/// Call from the rank's thread outside a handler.
+[[nodiscard]] inline std::size_t typed_memory_bytes(context& ctx) {
+    return detail::typed_memory_bytes(detail::typed_of(ctx));
+}
 
 /// A message epoch (AM++ §3.3): collective, scoped. Every typed message sent while it is
 /// open — by the rank's code, or by handlers, to any depth — has been handled on every rank
