@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
         "  --iters K            operations per repetition (default: calibrated)\n"
         "  --min-ms T           calibrate K so that a repetition lasts >= T ms (default 200)\n"
         "  --coalesce-bytes B   per-destination buffer of the all-to-all (default: the\n"
-        "                       library's default, 16 KiB)\n"
+        "                       library's default: 16 KiB, less beyond 512 ranks)\n"
         "  --quick              smoke run: ranks 4,8, K = 20, 3 repetitions\n"
         "  --ops a,b,...        alltoall_routed, alltoall (each with its memory figures),\n"
         "                       epoch_general, epoch_depth0, am_barrier\n"

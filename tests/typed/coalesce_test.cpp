@@ -130,6 +130,8 @@ TEST_P(typed_coalesce, exact_batch_counts) {
                   EXPECT_EQ(am::coalesce(type, {.bytes = ctx.max_medium()}).capacity(),
                             ctx.max_medium() / sizeof(item));
                   EXPECT_EQ(type.max_batch(), ctx.max_medium() / sizeof(item));
+                  EXPECT_EQ(am::coalesce(type).capacity(),
+                            am::detail::default_coalesce_bytes(n, ctx.max_medium()) / sizeof(item));
                   for (std::size_t cap : {std::size_t{1}, std::size_t{6}, std::size_t{64}}) {
                       auto buf = am::coalesce(type, {.bytes = cap * sizeof(item) + 5});
                       EXPECT_EQ(buf.capacity(), cap);
@@ -487,3 +489,23 @@ AM_INSTANTIATE(typed_batches, typed_test::light_params());
 AM_INSTANTIATE(typed_forms, typed_test::light_params());
 
 }  // namespace
+
+// The default buffer (bytes = 0) is 16 KiB up to 256 ranks, then 4 MiB / ranks per half (the
+// two halves for every rank within 8 MiB per layer: issue 20's ≤ 16 MiB per rank at 1024), at
+// least 1 KiB, never above max_medium().
+TEST(typed_coalesce_default, bytes_shrink_beyond_256_ranks) {
+    using am::detail::default_coalesce_bytes;
+    constexpr std::size_t big = std::size_t{1} << 20;
+    EXPECT_EQ(default_coalesce_bytes(1, big), 16384u);
+    EXPECT_EQ(default_coalesce_bytes(256, big), 16384u);
+    EXPECT_EQ(default_coalesce_bytes(512, big), 8192u);
+    EXPECT_EQ(default_coalesce_bytes(1024, big), 4096u);
+    EXPECT_EQ(default_coalesce_bytes(4096, big), 1024u);
+    EXPECT_EQ(default_coalesce_bytes(65536, big), 1024u);
+    EXPECT_EQ(default_coalesce_bytes(4, 8048), 8048u);  // max_medium() caps it
+    EXPECT_EQ(default_coalesce_bytes(1024, 8048), 4096u);
+    for (int p : {1024, 4096}) {  // both halves for every rank: at most 8 MiB
+        EXPECT_LE(2 * default_coalesce_bytes(p, big) * static_cast<std::size_t>(p),
+                  std::size_t{8} << 20);
+    }
+}

@@ -23,7 +23,9 @@ namespace am {
 struct coalesce_options {
     /// Bytes of each per-destination buffer: a buffer is sent as one message when it is full,
     /// on `flush()` and at the end of the epoch. At most `context::max_medium()`; 0 (default)
-    /// takes 16 KiB, or `max_medium()` when that is smaller.
+    /// takes 16 KiB, less beyond 256 ranks so that a layer's buffers stay within 8 MiB per rank
+    /// (4 MiB / ranks per half, at least 1 KiB: 4 KiB at 1024 ranks), and at most
+    /// `max_medium()` (docs/scaling.md).
     std::size_t bytes = 0;
 };
 
@@ -47,7 +49,8 @@ class coalesced final : public detail::typed_member {
           _hot(detail::typed_hot_of(_layer)),
           _ranks(static_cast<std::uint32_t>(detail::typed_size(_layer))) {
         const std::size_t room = detail::typed_max_batch_bytes(_layer);
-        if (opt.bytes == 0) opt.bytes = std::min(std::size_t{16} << 10, room);
+        if (opt.bytes == 0)
+            opt.bytes = detail::default_coalesce_bytes(static_cast<int>(_ranks), room);
         if (opt.bytes < sizeof(T) || opt.bytes > room) {
             detail::typed_fail(
                 _layer, errc::too_large, "am::coalesce",

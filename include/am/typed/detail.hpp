@@ -84,6 +84,17 @@ void typed_check_tag(typed_layer* l, std::uint64_t tag, const char* call);
 void typed_send(typed_layer* l, std::uint32_t type, int dest, std::uint64_t tag, const void* data,
                 std::size_t items, const char* call);
 std::size_t typed_max_batch_bytes(typed_layer* l) noexcept;
+/// The default bytes of each half of a coalescing layer's per-destination buffer
+/// (`coalesce_options::bytes` = 0): 16 KiB, but at most 4 MiB / `ranks` (so the two halves for
+/// every rank stay within 8 MiB per layer at any P), at least 1 KiB, and at most `room`
+/// (`max_medium()`). 16 KiB up to 256 ranks, 4 KiB at 1024, 1 KiB from 4096.
+constexpr std::size_t default_coalesce_bytes(int ranks, std::size_t room) noexcept {
+    constexpr std::size_t most = std::size_t{16} << 10, least = std::size_t{1} << 10;
+    const std::size_t share =
+        (std::size_t{4} << 20) / static_cast<std::size_t>(ranks > 0 ? ranks : 1);
+    const std::size_t b = share < most ? (share > least ? share : least) : most;
+    return b < room ? b : room;
+}
 void typed_attach(typed_layer* l, typed_member* m);
 void typed_detach(typed_layer* l, typed_member* m) noexcept;
 [[noreturn]] void typed_fail(typed_layer* l, errc code, const char* call, const std::string& what);
