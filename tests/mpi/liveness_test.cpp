@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-// The mpi transport's liveness watchdog without MPI (src/transport/mpi/liveness*.hpp): the check
-// of an arrived datagram, the choice of a peer's address, and two watchdogs of a 2-rank "job"
-// in this process over loopback UDP: a silent peer is declared lost within the bound, one that
-// said bye is not, forged datagrams are ignored, and a failure the rank does not end is ended
-// by the watchdog.
+// The mpi transport's liveness watchdog without running MPI (src/transport/mpi/liveness*.hpp):
+// the check of an arrived datagram, the choice of a peer's address, when heartbeats are on, and
+// two watchdogs of a 2-rank "job" in this process over loopback UDP: a silent peer is declared
+// lost within the bound, one that said bye is not, forged datagrams are ignored, and a failure
+// the rank does not end is ended by the watchdog.
 #include "transport/mpi/liveness.hpp"
 #include "transport/mpi/liveness_format.hpp"
+#include "transport/mpi/liveness_setup.hpp"
 
 #include <gtest/gtest.h>
 
@@ -93,6 +94,18 @@ TEST(LivenessAddress, PrefersASharedSubnet) {
     const std::vector<mpi::ipv4_address> elsewhere = {{ip("192.168.1.2"), m24},
                                                       {ip("10.0.1.2"), m24}};
     EXPECT_EQ(mpi::address_text(mpi::choose_address(mine, elsewhere)), "192.168.1.2");
+}
+
+TEST(LivenessSetup, HeartbeatsAreOnWhenTheJobSpansHostsOrWhenAsked) {
+    am::config cfg;  // AM_HEARTBEAT=auto
+    EXPECT_EQ(mpi::heartbeat_timeout(cfg, 4, 8), 5000ms) << "two hosts";
+    EXPECT_EQ(mpi::heartbeat_timeout(cfg, 1, 8), 5000ms) << "eight hosts";
+    EXPECT_EQ(mpi::heartbeat_timeout(cfg, 8, 8), 0ms) << "one host";
+    cfg.heartbeat = 0;
+    EXPECT_EQ(mpi::heartbeat_timeout(cfg, 4, 8), 0ms) << "off";
+    cfg.heartbeat = 2.5;
+    EXPECT_EQ(mpi::heartbeat_timeout(cfg, 8, 8), 2500ms) << "forced on one host";
+    EXPECT_EQ(mpi::heartbeat_timeout(cfg, 1, 1), 0ms) << "one rank";
 }
 
 namespace {
