@@ -200,7 +200,12 @@ void liveness::run() {
         if (armed) check_neighbours(now);
         if (failed_at == clock::time_point::max() && _hooks.failed()) failed_at = now;
         if (now - failed_at >= failure_grace) give_up();
-        const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_beat - now).count();
+        // Awake for the next heartbeat, and at the end of the grace on the dot: the bound
+        // (docs/transports.md) is timeout + interval + grace.
+        const auto wake = failed_at == clock::time_point::max()
+                              ? next_beat
+                              : std::min(next_beat, failed_at + failure_grace);
+        const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
         std::array<pollfd, 2> fds{{{_socket.fd(), POLLIN, 0}, {_wake[0], POLLIN, 0}}};
         if (poll(fds.data(), fds.size(), static_cast<int>(std::max<long long>(wait, 1))) > 0) {
             if ((fds[1].revents & POLLIN) != 0) return;
