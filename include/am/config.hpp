@@ -67,6 +67,15 @@ struct config {
     /// cap). Ranks of one node (same host, and within the cap, in rank order) reach each other
     /// through shared memory and other ranks through MPI. 1 sends everything through MPI.
     int node_size = 0;
+    /// mpi transport: seconds a rank may go without a heartbeat datagram from a ring neighbour
+    /// before that neighbour is declared lost and the job ends (`AM_HEARTBEAT`). `auto`
+    /// (negative, the default): 5 s when the job spans more than one host, off on one host;
+    /// `0` or `off`: off; a number of seconds in [1, 3600]: on with that timeout, also on one
+    /// host. Heartbeats travel over UDP from a thread of their own (docs/transports.md).
+    double heartbeat = -1;
+    /// mpi transport: the network interface heartbeats use (`AM_HEARTBEAT_IF`, e.g. `eth1`;
+    /// default empty: every IPv4 interface that is up, loopback only when there is no other).
+    std::string heartbeat_if;
     /// Print per-rank statistics to stderr when the rank finishes (`AM_STATS=1`), with a line
     /// per typed-message epoch.
     bool print_stats = false;

@@ -101,7 +101,9 @@ class mpi_session {
 ///
 /// Returns 0 when the phase completed on every rank. A rank that throws, or a peer that dies,
 /// brings the whole MPI job down (`MPI_Abort` on `MPI_COMM_WORLD`, after every reachable rank
-/// printed a message naming the failed rank): an MPI job cannot continue with a rank missing. So
+/// printed a message naming the failed rank): an MPI job cannot continue with a rank missing. A
+/// peer that stops answering (its host's links cut, its process stopped) is found by heartbeats
+/// when the job spans hosts (`config::heartbeat`, docs/transports.md "Lost hosts"). So
 /// does `exit()` (any status, also 0) in this process before `run` returns, from `fn`, a handler or
 /// any thread: the rank prints `am: rank R called exit(S) before finishing am::run` and ends
 /// the job with `MPI_Abort` (status S, 1 for 0) instead of hanging in `MPI_Finalize`. Exit

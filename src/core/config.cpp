@@ -50,6 +50,20 @@ bool parse_bool(const char* name, const char* text) {
                                             text + "\" is not a boolean (0 or 1)");
 }
 
+double parse_heartbeat(const char* text) {
+    const std::string t = text;
+    if (t == "auto") return -1;
+    if (t == "off" || t == "0") return 0;
+    char* end = nullptr;
+    const double s = std::strtod(text, &end);
+    if (end == text || *end != '\0' || !(s >= 1) || s > 3600) {
+        throw error(errc::invalid_argument,
+                    "am::config::from_env: AM_HEARTBEAT=\"" + t +
+                        "\" is not auto, off, 0 or a number of seconds in [1, 3600]");
+    }
+    return s;
+}
+
 }  // namespace
 
 bool launched_by_mpi() noexcept {
@@ -93,6 +107,8 @@ config config::from_env() {
         }
         c.node_size = static_cast<int>(n);
     }
+    if (const char* v = std::getenv("AM_HEARTBEAT")) c.heartbeat = parse_heartbeat(v);
+    if (const char* v = std::getenv("AM_HEARTBEAT_IF")) c.heartbeat_if = v;
     if (const char* v = std::getenv("AM_RING_BYTES")) c.ring_bytes = parse_size("AM_RING_BYTES", v);
     if (const char* v = std::getenv("AM_SEGMENT_BYTES")) {
         c.segment_bytes = parse_size("AM_SEGMENT_BYTES", v);

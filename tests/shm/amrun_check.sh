@@ -3,9 +3,10 @@
 # checks the outcome: exit status, what stdout/stderr must (not) contain, wall time, and that
 # no am-* object was left in /dev/shm.
 #   amrun_check.sh --expect ok|fail [--stdout-count TEXT N] [--stderr TEXT]... [--max-seconds S]
-#                  [--output TEXT]... [--not-output TEXT]... -- COMMAND...
+#                  [--output TEXT]... [--not-output TEXT]... [--stderr-regex ERE]... -- COMMAND...
 # --output: TEXT on stdout or stderr (mpiexec reports some failures on either);
-# --not-output: TEXT on neither.
+# --not-output: TEXT on neither; --stderr-regex: a line of stderr matches the extended regular
+# expression (grep -E), e.g. a line of one rank naming another.
 set -u
 expect=ok
 max_seconds=10
@@ -14,6 +15,7 @@ stdout_count=0
 stderr_texts=""
 output_texts=""
 not_output_texts=""
+stderr_regexes=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --expect) expect=$2; shift 2 ;;
@@ -24,6 +26,8 @@ $2"; shift 2 ;;
         --output) output_texts="$output_texts
 $2"; shift 2 ;;
         --not-output) not_output_texts="$not_output_texts
+$2"; shift 2 ;;
+        --stderr-regex) stderr_regexes="$stderr_regexes
 $2"; shift 2 ;;
         --) shift; break ;;
         *) echo "amrun_check: unknown option $1" >&2; exit 2 ;;
@@ -59,6 +63,10 @@ fi
 printf '%s\n' "$stderr_texts" | while IFS= read -r text; do
     [ -z "$text" ] && continue
     grep -q -F -- "$text" "$tmp/err" || { echo "amrun_check: FAIL: \"$text\" not in stderr" >&2; exit 1; }
+done || fail=1
+printf '%s\n' "$stderr_regexes" | while IFS= read -r text; do
+    [ -z "$text" ] && continue
+    grep -q -E -- "$text" "$tmp/err" || { echo "amrun_check: FAIL: no line of stderr matches /$text/" >&2; exit 1; }
 done || fail=1
 printf '%s\n' "$output_texts" | while IFS= read -r text; do
     [ -z "$text" ] && continue

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // An mpi job from start to end: creating it (communicators, node, transport), finishing it,
 // and the ways it fails (a failed rank aborts the MPI job; exit() while it is open fails it).
+#include "liveness_setup.hpp"
 #include "mpi_transport.hpp"
 #include "mpi_transport_impl.hpp"
 #include "setup.hpp"
@@ -25,7 +26,14 @@ void mpi_transport::fail_job(std::string_view reason) noexcept {
     _ring.fail_job(reason);
     if (!first) return;
     try {
-        const std::string text = failure_reason();
+        tell_remote_peers(failure_reason());
+    } catch (...) {
+        // The peers then learn of the failure from MPI_Abort.
+    }
+}
+
+void mpi_transport::tell_remote_peers(const std::string& text) noexcept {
+    try {
         std::unique_lock<std::mutex> lock;
         if (!lock_within(lock, std::chrono::milliseconds(200))) return;
         for (int r = 0; r < size(); ++r) {
@@ -35,7 +43,7 @@ void mpi_transport::fail_job(std::string_view reason) noexcept {
             isend(std::move(b), text.size(), r, tag_fail, _comm);
         }
     } catch (...) {
-        // The peers then learn of the failure from MPI_Abort.
+        // The peers then learn of the failure from MPI_Abort (or their own watchdogs).
     }
 }
 
@@ -160,6 +168,7 @@ struct job::state {
     MPI_Comm data = MPI_COMM_NULL;
     node nd;  // outlives the transport, which works in its region
     std::unique_ptr<mpi_transport> tp;
+    std::unique_ptr<liveness> live;  // heartbeats, when on; raises failures into `tp`
     open_job open;  // in the process's record from the transport's creation to `finish`
 
     state() = default;
@@ -167,6 +176,7 @@ struct job::state {
     state& operator=(const state&) = delete;
     ~state() {
         if (open.tp != nullptr) record_closed(open);
+        live.reset();  // its thread uses the transport
         tp.reset();
         if (data != MPI_COMM_NULL) MPI_Comm_free(&data);
         if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
@@ -192,6 +202,11 @@ job::job(MPI_Comm user, const config& cfg) : _s(std::make_unique<state>()) {
     std::uint64_t largest = 0;
     check(MPI_Allreduce(&mine, &largest, 1, MPI_UINT64_T, MPI_MAX, _s->comm), "MPI_Allreduce");
     _s->tp->set_largest_message(largest);
+    mpi_transport* tp = _s->tp.get();
+    _s->live = start_liveness(
+        _s->comm, cfg, rank, size, _s->nd,
+        liveness_hooks{[tp](const std::string& why) { tp->fail_from_watchdog(why); },
+                       [tp] { return tp->job_failed(); }, [tp] { return tp->failure_reason(); }});
     record_open(_s->open, *_s->tp);
 }
 
@@ -206,6 +221,9 @@ void job::finish(int status) {
     if (status != 0 || _s->tp->job_failed()) _s->tp->abort_job(status);
     try {
         _s->tp->finish();
+        // Stops the heartbeats with a "bye" to the neighbours: one still finishing must not
+        // take the silence that follows for a loss.
+        if (_s->live) _s->live->stop(true);
     } catch (const error& e) {
         if (!_s->tp->job_failed()) throw;
         // The drain met a malformed message (and failed the job): end it as any failed job.

@@ -459,9 +459,16 @@ void mpi_transport::finish() {
     // name a peer, never this rank).
     check(MPI_Ialltoall(_sent.data(), 1, MPI_UINT64_T, expected.data(), 1, MPI_UINT64_T, _data, &r),
           "MPI_Ialltoall");
-    wait(r, [this] { return poll_mpi(nullptr); });
+    // A peer lost meanwhile (liveness.hpp) fails the job: the drain ends with it.
+    wait(r, [this] {
+        if (job_failed()) [[unlikely]]
+            throw_failed();
+        return poll_mpi(nullptr);
+    });
     unsigned backoff = 0;
     for (;;) {
+        if (job_failed()) [[unlikely]]
+            throw_failed();
         bool all = true;
         for (std::size_t s = 0; s < expected.size(); ++s) all = all && _received[s] >= expected[s];
         if (all) break;

@@ -16,6 +16,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -191,6 +192,13 @@ class mpi_transport final : public transport {
     /// peer, best effort: the messages leave with later progress or while `abort_job` waits.
     void fail_job(std::string_view reason) noexcept override;
     void mark_finished() noexcept override { _ring.mark_finished(); }
+    /// The liveness watchdog (liveness.hpp, another thread, which may not call MPI) failed
+    /// the job: marks the node's region, which the rank's next poll or wait sees; that poll
+    /// also tells the remote peers (`throw_failed`). Lock-free: the watchdog never blocks.
+    void fail_from_watchdog(std::string_view reason) noexcept {
+        _ring.fail_job(reason);
+        _relay.store(true, std::memory_order_release);
+    }
 
     /// The rank finished normally: drains the protocol with every peer and releases the MPI
     /// resources, so the communicators can be freed. Collective.
@@ -318,11 +326,17 @@ class mpi_transport final : public transport {
             util::backoff(backoff, spin_limit());
         }
     }
-    [[noreturn]] void throw_failed() const {
+    // Only on the failure path: the rank's own check of the region flag at every poll is the
+    // one the watchdog's failure takes; nothing is added to the polls.
+    [[noreturn]] void throw_failed() {
+        if (_relay.exchange(false, std::memory_order_acquire)) [[unlikely]]
+            tell_remote_peers(failure_reason());
         throw error(errc::aborted,
                     "rank " + std::to_string(rank()) + ": job aborted: " + failure_reason());
     }
     void release() noexcept;
+    /// Sends `text` with tag_fail to every peer outside the node, best effort.
+    void tell_remote_peers(const std::string& text) noexcept;
     [[noreturn]] void end_job(int status, bool progress) noexcept;
     /// For the failure paths: takes `_mutex` when it is shared, waiting at most `limit` for it
     /// (a thread of the rank holds it around MPI calls, which may not return once the job has
@@ -382,6 +396,7 @@ class mpi_transport final : public transport {
     std::vector<std::uint64_t> _coll_rbuf, _coll_sbuf;  // tagged_words per request
     std::vector<std::size_t> _coll_restart;  // receives taken, started again by the next wait
     const std::thread::id _owner = std::this_thread::get_id();  // the thread of the job
+    std::atomic<bool> _relay{false};  // the watchdog failed the job: tell the remote peers
 };
 
 }  // namespace am::transport::mpi
