@@ -16,6 +16,14 @@
 #   --rate RATE         limit each host's sending rate (tc tbf, e.g. 100mbit)
 #   --cut HOST:SECONDS  take host HOST's link down SECONDS after the launch (ip link set down)
 #   --timeout SECONDS   kill the job if it runs longer (default 600); status 124
+#   --mpi-arg ARG       one more launcher argument (repeatable), before the program
+#   --linger SECONDS    after the job ended, wait up to this long for the program's processes
+#                       on every host to exit by themselves (default 0); those still running
+#                       then are reported ("still running") and killed
+#   --launcher-grace S  once every process of the program has ended, give the launcher S seconds
+#                       to end too, then end it (reported): Open MPI's mpirun can wait for
+#                       minutes on a daemon behind a cut link after the ranks are gone
+# The script prints when every process of the program had ended ("ended … s after the launch").
 #   --check             only check that namespaces can be made here; status 0, or 77 with why
 #
 # The job's exit status is the script's. Status 77 (and a line saying why) when namespaces cannot
@@ -35,6 +43,9 @@ rate=""
 cut=""
 timeout_s=600
 check_only=0
+mpi_args=()
+linger=0
+launcher_grace=""
 
 die() {
   echo "multihost.sh: $*" >&2
@@ -55,6 +66,9 @@ while [[ $# -gt 0 ]]; do
     --rate) rate=$2; shift 2 ;;
     --cut) cut=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
+    --mpi-arg) mpi_args+=("$2"); shift 2 ;;
+    --linger) linger=$2; shift 2 ;;
+    --launcher-grace) launcher_grace=$2; shift 2 ;;
     --check) check_only=1; shift ;;
     --) shift; break ;;
     *) die "unknown option '$1' (see the comment at the top of the script)" ;;
@@ -189,6 +203,13 @@ write_agent() {
   echo "$agent"
 }
 
+# Open MPI's launcher checks its links to the other hosts' daemons with TCP keepalives after
+# 6 s of silence, 3 probes 1 s apart: without them, mpirun waits minutes for a daemon behind a
+# cut link (its default: 300 s) after the ranks already ended the job. Later than am's own
+# heartbeats (5 s), so am names the lost ranks first.
+ompi_keepalive=(--mca oob_tcp_keepalive_time 6 --mca oob_tcp_keepalive_intvl 1
+                --mca oob_tcp_keepalive_probes 3)
+
 launch_command() {
   local agent=$1 np=$((hosts * ppn)) h
   if [[ "$mpi" == openmpi ]]; then
@@ -196,7 +217,8 @@ launch_command() {
     for ((h = 0; h < hosts; h++)); do echo "$(addr $h) slots=$ppn"; done >"$hostfile"
     cmd=("${mpirun:-mpirun}" -n "$np" --hostfile "$hostfile" --map-by "ppr:$ppn:node"
          --oversubscribe --mca plm_rsh_agent "$agent" --mca pml ob1 --mca btl self,vader,tcp
-         --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24)
+         --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24
+         "${ompi_keepalive[@]}")
   else
     local list=""
     for ((h = 0; h < hosts; h++)); do list+="${list:+,}$(addr $h):$ppn"; done
@@ -205,6 +227,68 @@ launch_command() {
     # MPICH 4.0.2 jobs of 2 x 2 ranks hung in MPI_Finalize, one rank flushing a UCX endpoint.)
     cmd=("${mpirun:-mpiexec.hydra}" -n "$np" -hosts "$list" -launcher ssh
          -launcher-exec "$agent" -iface eth0 -genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0)
+  fi
+}
+
+# The program's processes still running in host h's namespace.
+program_pids() {
+  local h=$1 pid
+  for pid in $(ip netns pids "$(ns $h)" 2>/dev/null); do
+    [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$program" ]] && echo "$pid"
+  done
+}
+
+# After the job: every host's processes of the program must end by themselves (a host cut off
+# from the launcher included) within the linger time; those that do not are named.
+check_leftovers() {
+  local h left deadline=$((SECONDS + ${linger%.*}))
+  while :; do
+    left=0
+    for ((h = 0; h < hosts; h++)); do
+      [[ -n "$(program_pids $h)" ]] && left=1
+    done
+    [[ $left -eq 0 || $SECONDS -ge $deadline ]] && break
+    sleep 0.2
+  done
+  for ((h = 0; h < hosts; h++)); do
+    local pids
+    pids=$(program_pids $h | tr '\n' ' ')
+    if [[ -n "$pids" ]]; then
+      echo "multihost.sh: host $h: processes of the program still running ${linger} s after the job ended: $pids" >&2
+    fi
+  done
+}
+
+now() { date +%s.%N; }
+
+# In the background while the job runs: notes when every process of the program on every host
+# has ended (after at least one was seen), and with --launcher-grace ends a launcher that
+# outlives them by that long.
+watch_ranks() {
+  local job=$1 start=$2 seen=0 h any ended
+  while kill -0 "$job" 2>/dev/null; do
+    any=0
+    for ((h = 0; h < hosts; h++)); do
+      [[ -n "$(program_pids $h)" ]] && any=1
+    done
+    if [[ $any -eq 1 ]]; then
+      seen=1
+    elif [[ $seen -eq 1 ]]; then
+      ended=$(now)
+      echo "multihost.sh: every process of the program ended $(awk "BEGIN { printf \"%.1f\", $ended - $start }") s after the launch" >&2
+      [[ -n "$launcher_grace" ]] || return 0
+      sleep "$launcher_grace"
+      if kill -0 "$job" 2>/dev/null; then
+        echo "multihost.sh: the launcher still ran ${launcher_grace} s after every rank had ended: ended it" >&2
+        kill -KILL -- -"$job" 2>/dev/null || true
+      fi
+      return 0
+    fi
+    sleep 0.1
+  done
+  # The launcher ended first (or in the same tenth of a second).
+  if [[ $seen -eq 1 ]]; then
+    echo "multihost.sh: every process of the program ended $(awk "BEGIN { printf \"%.1f\", $(now) - $start }") s after the launch" >&2
   fi
 }
 
@@ -219,17 +303,22 @@ if [[ $check_only -eq 1 ]]; then
   echo "multihost.sh: namespaces can be created here"
   exit 0
 fi
+program=$(readlink -f "$(command -v "$1" || echo "$1")")
 agent=$(write_agent)
 launch_command "$agent"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "multihost.sh: $hosts hosts x $ppn ranks: ${cmd[*]} $*" >&2
 set +e
 setsid nsenter --net=/run/netns/"$(ns 0)" --uts="$run_dir/h0.uts" -- \
-  timeout --kill-after=5 "$timeout_s" "${cmd[@]}" "$@" &
+  timeout --kill-after=5 "$timeout_s" "${cmd[@]}" "${mpi_args[@]}" "$@" &
 job_pid=$!
+watch_ranks "$job_pid" "$(now)" &
+watch_pid=$!
 if [[ -n "$cut" ]]; then cut_later & fi
 wait "$job_pid"
 status=$?
+wait "$watch_pid" 2>/dev/null
 set -e
 job_pid=""
+check_leftovers
 exit $status
