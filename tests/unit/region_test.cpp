@@ -10,12 +10,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -239,6 +241,31 @@ TEST(region, first_failure_reason_kept) {
     const ring::region r2(mem2.base());
     r2.fail(std::string(5000, 'x'));
     EXPECT_EQ(r2.reason(), std::string(ring::reason_bytes - 1, 'x'));
+}
+
+// A caller that loses the claim on the reason raises `failed` at once, while the first caller
+// may still be writing its reason (two threads or two ranks of a node failing together, e.g. a
+// heartbeat thread and the rank): a reader that sees `failed` must still get the whole first
+// reason, not a half-written or empty one. Here the first caller is mid-copy (claimed, nothing
+// written yet) when the second raises the flag; it finishes 20 ms later.
+TEST(region, reason_read_while_the_first_caller_still_writes_it) {
+    ring::region_params p;
+    p.ranks = 2;
+    p.ring_bytes = 1024;
+    region_memory mem(p);
+    const ring::region r(mem.base());
+    ring::region_header& h = r.header();
+    h.reason_claimed.store(1);  // the first caller's claim; its copy has not started
+    r.fail("rank 0 failed: second");
+    ASSERT_TRUE(r.failed());
+    std::thread first([&h] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const std::string text = "rank 1 failed: first";
+        std::memcpy(h.reason, text.c_str(), text.size() + 1);
+        h.reason_claimed.store(2, std::memory_order_release);
+    });
+    EXPECT_EQ(r.reason(), "rank 1 failed: first");
+    first.join();
 }
 
 /// Records what a poll delivers.

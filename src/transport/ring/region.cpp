@@ -6,6 +6,7 @@
 #include <am/error.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace am::transport::ring {
@@ -109,18 +110,29 @@ std::byte* region::segment(int rank) const noexcept {
               _hdr->l.segment_bytes);
 }
 
+// reason_claimed: 0 free, 1 being written by the first failing caller, 2 written. A caller
+// that loses the claim raises `failed` at once, so a reader may see the flag before the reason
+// is complete (two threads, or two ranks of a node, failing together): `reason` waits for 2.
 void region::fail(std::string_view reason) const noexcept {
     std::uint32_t expected = 0;
     if (_hdr->reason_claimed.compare_exchange_strong(expected, 1)) {
         const std::size_t n = std::min(reason.size(), reason_bytes - 1);
         std::memcpy(_hdr->reason, reason.data(), n);
         _hdr->reason[n] = '\0';
+        _hdr->reason_claimed.store(2, std::memory_order_release);
     }
     _hdr->failed.store(1, std::memory_order_release);
 }
 
 std::string region::reason() const {
     if (!failed()) return {};
+    // Bounded: a writer killed in the middle of its copy must not hang the readers (≈ 50 ms).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    unsigned backoff = 0;
+    while (_hdr->reason_claimed.load(std::memory_order_acquire) != 2 &&
+           std::chrono::steady_clock::now() < until) {
+        util::backoff(backoff, 64);
+    }
     return std::string(_hdr->reason, strnlen(_hdr->reason, reason_bytes));
 }
 
