@@ -28,7 +28,10 @@ namespace {
 struct totals {
     std::uint64_t requests = 0;  // handled here
     std::uint64_t replies = 0;   // received here
-    bool stop = false;           // rank 0 said this round is the last
+    // The round rank 0 said is the last (its requests of that round carry bit 0). Its requests
+    // of round r + 1 may arrive while this rank still ends round r, so the decision names its
+    // round rather than being a flag.
+    std::uint64_t last_round = ~std::uint64_t{0};
 };
 
 // One round: 64 requests to every rank (a reply to each), then a barrier. Rank 0's requests
@@ -51,19 +54,20 @@ int run_rank(am::context& ctx, double seconds, bool kill_last) {
     auto answer = ctx.handler([&](am::token&, std::uint64_t) { ++t.replies; });
     auto ask = ctx.handler([&](am::token& tok, std::uint64_t word) {
         ++t.requests;
-        if (word & 1) t.stop = true;
+        if (word & 1) t.last_round = word >> 1;
         tok.reply(answer, word);
     });
     ctx.barrier();  // handlers enabled everywhere
     const auto start = std::chrono::steady_clock::now();
     std::uint64_t rounds = 0;
-    while (!t.stop) {
+    for (;;) {
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const bool last = me == 0 && elapsed >= seconds;
         round(ctx, ask, t, rounds << 1 | (last ? 1 : 0));
         ++rounds;
         if (kill_last && me == n - 1 && rounds == 20) std::raise(SIGKILL);
+        if (t.last_round < rounds) break;  // the round just ended was the last
     }
     ctx.barrier();
     const std::uint64_t expect = rounds * 64 * static_cast<std::uint64_t>(n);
