@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-// am-graph500: Graph500-style BFS, SSSP and exploration on am, with validation.
-//   am-graph500 --scale S --edgefactor E --kernel bfs|sssp|explore --roots R --validate
+// am-graph500: Graph500-style BFS, SSSP and exploration on am, and connected components and
+// PageRank on the same graph, with validation.
+//   am-graph500 --scale S --edgefactor E --kernel bfs|sssp|explore|cc|pagerank --roots R
+//               --validate
+// The whole-graph kernels (cc, pagerank) run once per root, ignoring it.
 // Ranks and transport come from the environment (AM_TRANSPORT, AM_RANKS) or from mpirun;
 // --ranks/--transport override them. Rank 0 prints Graph500 statistics and, with --json, one
 // JSON line per kernel in the bench format.
@@ -37,8 +40,9 @@ struct options {
     std::fprintf(stderr,
                  "am-graph500: %s\n"
                  "usage: am-graph500 [--scale S] [--edgefactor E] [--graph kronecker|er]\n"
-                 "         [--kernel bfs|sssp|explore[,...]] [--roots R] [--delta D]\n"
-                 "         [--no-direction-opt] [--seed X] [--validate] [--json] [--quiet]\n"
+                 "         [--kernel bfs|sssp|explore|cc|pagerank[,...]] [--roots R]\n"
+                 "         [--delta D] [--no-direction-opt] [--damping D] [--tolerance T]\n"
+                 "         [--seed X] [--validate] [--json] [--quiet]\n"
                  "         [--ranks N] [--transport threads|shm|mpi]\n",
                  why);
     std::exit(2);
@@ -48,6 +52,8 @@ kernel_kind parse_kernel(const std::string& k) {
     if (k == "bfs") return kernel_kind::bfs;
     if (k == "sssp") return kernel_kind::sssp;
     if (k == "explore") return kernel_kind::explore;
+    if (k == "cc") return kernel_kind::cc;
+    if (k == "pagerank") return kernel_kind::pagerank;
     usage(("unknown kernel '" + k + "'").c_str());
 }
 
@@ -134,6 +140,10 @@ bool apply(const std::string& a, arg_reader& in, options& o, am::config& cfg) {
         o.kopt.delta = in.real();
     else if (a == "--no-direction-opt")
         o.kopt.direction_optimizing = false;
+    else if (a == "--damping")
+        o.kopt.damping = in.real();
+    else if (a == "--tolerance")
+        o.kopt.tolerance = in.real();
     else if (a == "--validate")
         o.validate = true;
     else if (a == "--json")
@@ -161,6 +171,10 @@ options parse(int argc, char** argv, am::config& cfg) {
     if (o.roots < 1) usage("--roots must be at least 1");
     if (!(o.kopt.delta >= 1e-6f) || !std::isfinite(o.kopt.delta)) {
         usage("--delta must be at least 1e-6 and finite");
+    }
+    if (!(o.kopt.damping >= 0 && o.kopt.damping < 1)) usage("--damping must be in [0, 1)");
+    if (!(o.kopt.tolerance > 0) || !std::isfinite(o.kopt.tolerance)) {
+        usage("--tolerance must be positive and finite");
     }
     try {
         check_spec(o.spec);
@@ -247,7 +261,15 @@ bool valid(validator& check, kernel_kind kind, std::uint32_t root, const search_
     return v.ok();
 }
 
-/// One untimed warm-up, then a timed search (and its validation) per root.
+/// A whole-graph kernel (cc, pagerank) run as a search: the root is ignored.
+template <class Kernel>
+struct whole_graph {
+    Kernel& kernel;
+    void run(std::uint32_t /*root*/, search_result& out) { kernel.run(out); }
+};
+
+/// One untimed warm-up, then a timed search (and its validation) per root (whole-graph
+/// kernels: one timed run per root).
 template <class Kernel>
 figures measure(am::context& ctx, const options& o, const std::vector<std::uint32_t>& roots,
                 kernel_kind kind, Kernel& kernel, validator& check) {
@@ -340,7 +362,7 @@ int rank_main(am::context& ctx, const options& o, const am::config& cfg) {
             static_cast<unsigned long long>(info.csr_bytes_max));
     }
     if (roots.empty()) throw std::runtime_error("am-graph500: the graph has no edges");
-    validator check(ctx, g);
+    validator check(ctx, g, o.kopt);
     int failed = 0;
     for (const kernel_kind kind : o.kernels) {
         if (kind == kernel_kind::bfs) {
@@ -349,9 +371,17 @@ int rank_main(am::context& ctx, const options& o, const am::config& cfg) {
         } else if (kind == kernel_kind::sssp) {
             sssp_kernel k(ctx, g, o.kopt);
             failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info);
-        } else {
+        } else if (kind == kernel_kind::explore) {
             explore_kernel k(ctx, g);
             failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info);
+        } else if (kind == kernel_kind::cc) {
+            cc_kernel k(ctx, g);
+            whole_graph<cc_kernel> w{k};
+            failed += run_kernel(ctx, o, cfg, roots, kind, w, check, info);
+        } else {
+            pagerank_kernel k(ctx, g, o.kopt);
+            whole_graph<pagerank_kernel> w{k};
+            failed += run_kernel(ctx, o, cfg, roots, kind, w, check, info);
         }
     }
     if (red.sum(static_cast<std::uint64_t>(failed)) > 0) {

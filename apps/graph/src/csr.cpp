@@ -150,7 +150,15 @@ std::vector<std::uint32_t> choose_roots(context& ctx, const csr_graph& g, int co
 reductions::reductions(context& ctx)
     : _ctx(&ctx),
       _min_msg(
-          ctx, [this](const std::uint64_t& v) { _min = std::min(_min, v); }, "graph.min") {}
+          ctx, [this](const std::uint64_t& v) { _min = std::min(_min, v); }, "graph.min"),
+      _part_msg(
+          ctx,
+          [this](int source, std::span<const part> batch) {
+              for (const part& x : batch) {
+                  _parts[static_cast<std::size_t>(source) * _width + x.index] = x.value;
+              }
+          },
+          "graph.sum") {}
 
 std::uint64_t reductions::sum(std::uint64_t v) {
     epoch ep(*_ctx, {.depth = 0});
@@ -165,6 +173,28 @@ std::uint64_t reductions::min(std::uint64_t v) {
     }
     ep.end();
     return _min;
+}
+
+void reductions::sum(std::span<double> v) {
+    _width = v.size();
+    _parts.assign(static_cast<std::size_t>(_ctx->size()) * _width, 0.0);
+    std::copy(v.begin(), v.end(),
+              _parts.begin() + static_cast<std::ptrdiff_t>(_ctx->rank() * _width));
+    epoch ep(*_ctx, {.depth = 0});
+    for (int r = 0; r < _ctx->size(); ++r) {
+        if (r == _ctx->rank()) continue;
+        for (std::size_t i = 0; i < _width; ++i) {
+            _part_msg.send(part{static_cast<std::uint32_t>(i), 0, v[i]}, r);
+        }
+    }
+    ep.end();
+    for (std::size_t i = 0; i < _width; ++i) {
+        double total = 0;
+        for (int r = 0; r < _ctx->size(); ++r) {
+            total += _parts[static_cast<std::size_t>(r) * _width + i];
+        }
+        v[i] = total;
+    }
 }
 
 }  // namespace am::graph

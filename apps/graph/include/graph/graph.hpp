@@ -94,20 +94,36 @@ class reductions {
     std::uint64_t sum(std::uint64_t v);
     /// The smallest of every rank's `v`; collective, one epoch with P−1 messages per rank.
     std::uint64_t min(std::uint64_t v);
+    /// Replaces each `v[i]` by its sum over ranks, added in rank order, so every rank gets the
+    /// same bits; collective (the same `v.size()` everywhere), one epoch with P−1 messages of
+    /// `v` per rank.
+    void sum(std::span<double> v);
 
   private:
+    struct part {
+        std::uint32_t index;
+        std::uint32_t unused;
+        double value;
+    };
     context* _ctx;
     std::uint64_t _min = 0;
     message_type<std::uint64_t> _min_msg;
+    std::vector<double> _parts;  // sum(span): v[i] of rank r at r·v.size() + i
+    std::size_t _width = 0;
+    message_type<part> _part_msg;
 };
 
 /// Result of one search: per local vertex the predecessor (global id; the root's is itself,
-/// −1 unreached) and, for SSSP, the distance (+∞ unreached).
+/// −1 unreached) and, for SSSP, the distance (+∞ unreached). Connected components fill
+/// `pred` with a spanning forest (each tree's root is its own parent) and `component`;
+/// PageRank fills `score` only.
 struct search_result {
     std::vector<std::int64_t> pred;
-    std::vector<float> dist;     ///< SSSP only
-    std::uint64_t edges = 0;     ///< undirected edges in the reached component (global)
-    int levels = 0;              ///< BFS levels / SSSP buckets / 0 (explore)
+    std::vector<float> dist;               ///< SSSP only
+    std::vector<std::uint32_t> component;  ///< CC: the smallest vertex id of the component
+    std::vector<double> score;             ///< PageRank: the vertex's rank (they sum to 1)
+    std::uint64_t edges = 0;               ///< undirected edges in the reached component (global)
+    int levels = 0;              ///< BFS levels / SSSP rounds / CC rounds / PageRank iterations / 0
     int bottom_up_levels = 0;    ///< BFS levels run bottom-up
     std::uint64_t messages = 0;  ///< typed messages this rank sent
 };
@@ -118,6 +134,9 @@ struct kernel_options {
     bool direction_optimizing = true;  ///< BFS: switch to bottom-up steps on large frontiers
     double alpha = 14;                 ///< BFS: top-down → bottom-up when m_f > m_u / α
     double beta = 24;                  ///< BFS: bottom-up → top-down when n_f < n / β
+    double damping = 0.85;             ///< PageRank: the damping factor d
+    double tolerance = 1e-6;           ///< PageRank: stop when Σ|score change| < tolerance
+    int max_iterations = 200;          ///< PageRank: stop after this many iterations
 };
 
 /// Level-synchronous BFS: one epoch per level (depth 0: handlers send nothing). Top-down
@@ -174,8 +193,51 @@ class explore_kernel {
     std::unique_ptr<state> _s;
 };
 
+/// Connected components by minimum-label propagation: every vertex starts with its own id,
+/// and each round (one epoch) the vertices whose label dropped offer it to their neighbours;
+/// offers to another rank are combined at the source per target vertex (`reduce_by_key`
+/// with min) and coalesced. Ends when a round changes no label; the label is then the
+/// smallest vertex id of the component, and `pred` records from which neighbour each vertex
+/// took its final label (a spanning forest rooted at the labels, which validation walks).
+class cc_kernel {
+  public:
+    cc_kernel(context& ctx, const csr_graph& g);
+    ~cc_kernel();
+    cc_kernel(const cc_kernel&) = delete;
+    cc_kernel& operator=(const cc_kernel&) = delete;
+    /// Labels every vertex; collective. Fills `out.component` and `out.pred` (local_n entries
+    /// each), `edges` (every edge of the graph), `levels` (rounds) and `messages`.
+    void run(search_result& out);
+
+  private:
+    struct state;
+    std::unique_ptr<state> _s;
+};
+
+/// PageRank by power iteration, pushing: each iteration (one epoch) every vertex sends
+/// d·score/degree along each edge; contributions to another rank's vertex are summed at the
+/// source (`reduce_by_key` with +) and coalesced. Vertices without edges spread their score
+/// evenly (a sum over ranks). Stops when the L1 change of an iteration is below
+/// `kernel_options::tolerance`, or after `max_iterations`.
+class pagerank_kernel {
+  public:
+    /// Collective. Throws std::invalid_argument naming the rank for a damping outside [0, 1),
+    /// a tolerance ≤ 0 or max_iterations < 1.
+    pagerank_kernel(context& ctx, const csr_graph& g, kernel_options opt = {});
+    ~pagerank_kernel();
+    pagerank_kernel(const pagerank_kernel&) = delete;
+    pagerank_kernel& operator=(const pagerank_kernel&) = delete;
+    /// Ranks every vertex; collective. Fills `out.score` (local_n entries), `edges` (edges of
+    /// the graph × iterations), `levels` (iterations) and `messages`.
+    void run(search_result& out);
+
+  private:
+    struct state;
+    std::unique_ptr<state> _s;
+};
+
 /// What validation checks, by kernel.
-enum class kernel_kind { bfs, sssp, explore };
+enum class kernel_kind { bfs, sssp, explore, cc, pagerank };
 
 /// The kernel's name as the CLI and the JSON lines spell it: "bfs", "sssp", "explore".
 constexpr const char* to_string(kernel_kind k) noexcept {
@@ -186,6 +248,10 @@ constexpr const char* to_string(kernel_kind k) noexcept {
             return "sssp";
         case kernel_kind::explore:
             return "explore";
+        case kernel_kind::cc:
+            return "cc";
+        case kernel_kind::pagerank:
+            return "pagerank";
     }
     return "?";
 }
@@ -204,9 +270,18 @@ struct validation {
 /// unreached vertex; for every edge |d(u) − d(v)| ≤ w (BFS: levels differ by at most 1);
 /// the kernel's edge count equals the recount. `run` is collective and gathers the
 /// predecessors (and distances) of all vertices on every rank (untimed, 12 bytes per vertex).
+///
+/// Connected components (`root` unused): every vertex is labelled; `pred` is a forest without
+/// cycles whose roots are their own label, each parent edge exists and joins equal labels, so
+/// a label is a vertex of the component it names; every edge joins equal labels, so a
+/// component has one label; and no vertex's label exceeds its id, so the label is the
+/// component's smallest id. PageRank (`root` unused): scores are positive, sum to 1 within
+/// 1e-6, and are a fixed point of the PageRank map within the kernel's tolerance, recomputed
+/// here from every vertex's gathered score (16 bytes per vertex).
 class validator {
   public:
-    validator(context& ctx, const csr_graph& g);
+    /// Collective. PageRank's check uses `opt`'s damping and tolerance.
+    validator(context& ctx, const csr_graph& g, kernel_options opt = {});
     ~validator();
     validator(const validator&) = delete;
     validator& operator=(const validator&) = delete;
