@@ -41,7 +41,8 @@ struct options {
                  "am-graph500: %s\n"
                  "usage: am-graph500 [--scale S] [--edgefactor E] [--graph kronecker|er]\n"
                  "         [--kernel bfs|sssp|explore|cc|pagerank[,...]] [--roots R]\n"
-                 "         [--delta D] [--no-direction-opt] [--damping D] [--tolerance T]\n"
+                 "         [--delta D] [--no-bucket-fusion] [--no-direction-opt]\n"
+                 "         [--damping D] [--tolerance T]\n"
                  "         [--seed X] [--validate] [--json] [--quiet]\n"
                  "         [--ranks N] [--transport threads|shm|mpi]\n",
                  why);
@@ -138,6 +139,8 @@ bool apply(const std::string& a, arg_reader& in, options& o, am::config& cfg) {
         o.kernels = parse_kernels(in.text());
     else if (a == "--delta")
         o.kopt.delta = in.real();
+    else if (a == "--no-bucket-fusion")
+        o.kopt.bucket_fusion = false;
     else if (a == "--no-direction-opt")
         o.kopt.direction_optimizing = false;
     else if (a == "--damping")
@@ -169,8 +172,8 @@ options parse(int argc, char** argv, am::config& cfg) {
         if (!apply(a, in, o, cfg)) usage(("unknown option '" + a + "'").c_str());
     }
     if (o.roots < 1) usage("--roots must be at least 1");
-    if (!(o.kopt.delta >= 1e-6f) || !std::isfinite(o.kopt.delta)) {
-        usage("--delta must be at least 1e-6 and finite");
+    if (!(o.kopt.delta == 0 || o.kopt.delta >= 1e-6f) || !std::isfinite(o.kopt.delta)) {
+        usage("--delta must be 0 (automatic) or at least 1e-6, and finite");
     }
     if (!(o.kopt.damping >= 0 && o.kopt.damping < 1)) usage("--damping must be in [0, 1)");
     if (!(o.kopt.tolerance > 0) || !std::isfinite(o.kopt.tolerance)) {
@@ -182,6 +185,12 @@ options parse(int argc, char** argv, am::config& cfg) {
         usage(e.what());
     }
     return o;
+}
+
+std::string number(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", x);
+    return buf;
 }
 
 double now() {
@@ -246,7 +255,8 @@ struct graph_info {
 
 /// What the timed searches of one kernel measured.
 struct figures {
-    std::vector<double> times, edges, teps;
+    std::vector<double> times, edges, teps, levels;
+    std::string extra_json;      // more fields for the JSON line, each starting with a comma
     int failed = 0;              // searches that failed validation (every rank knows)
     std::uint64_t peak_rss = 0;  // the largest over ranks
 };
@@ -284,6 +294,7 @@ figures measure(am::context& ctx, const options& o, const std::vector<std::uint3
         f.times.push_back(t);
         f.edges.push_back(static_cast<double>(r.edges));
         f.teps.push_back(static_cast<double>(r.edges) / t);
+        f.levels.push_back(r.levels);
         if (o.validate && !valid(check, kind, root, r)) ++f.failed;
         if (!o.quiet && ctx.rank() == 0) {
             std::fprintf(stderr, "%s root %u: %.6f s, %llu edges, %d levels (%d bottom-up)\n",
@@ -319,13 +330,14 @@ void report(const options& o, const am::config& cfg, int ranks, kernel_kind kind
             "\"op\":\"%s\",\"bytes\":0,\"metric\":\"teps\",\"median\":%.6g,\"min\":%.6g,"
             "\"max\":%.6g,\"reps\":%zu,\"scale\":%d,\"edgefactor\":%d,\"graph\":\"%s\","
             "\"harmonic_mean\":%.6g,\"validated\":%s,\"csr_bytes_per_rank\":%llu,"
-            "\"peak_rss_bytes\":%llu,\"generation_s\":%.4f}\n",
+            "\"peak_rss_bytes\":%llu,\"generation_s\":%.4f,\"levels\":%g%s}\n",
             am::to_string(cfg.transport), ranks, name, ts.median, ts.min, ts.max, f.times.size(),
             o.spec.scale, o.spec.edgefactor,
             o.spec.kind == graph_kind::kronecker ? "kronecker" : "er", hmean,
             o.validate && f.failed == 0 ? "true" : "false",
             static_cast<unsigned long long>(info.csr_bytes_max),
-            static_cast<unsigned long long>(f.peak_rss), info.generation);
+            static_cast<unsigned long long>(f.peak_rss), info.generation,
+            summarize(f.levels).median, f.extra_json.c_str());
     }
     std::fflush(stdout);
 }
@@ -333,8 +345,9 @@ void report(const options& o, const am::config& cfg, int ranks, kernel_kind kind
 template <class Kernel>
 int run_kernel(am::context& ctx, const options& o, const am::config& cfg,
                const std::vector<std::uint32_t>& roots, kernel_kind kind, Kernel& kernel,
-               validator& check, const graph_info& info) {
-    const figures f = measure(ctx, o, roots, kind, kernel, check);
+               validator& check, const graph_info& info, const std::string& extra_json = {}) {
+    figures f = measure(ctx, o, roots, kind, kernel, check);
+    f.extra_json = extra_json;
     if (ctx.rank() == 0) report(o, cfg, ctx.size(), kind, f, info);
     return f.failed;
 }
@@ -369,8 +382,18 @@ int rank_main(am::context& ctx, const options& o, const am::config& cfg) {
             bfs_kernel k(ctx, g, o.kopt);
             failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info);
         } else if (kind == kernel_kind::sssp) {
-            sssp_kernel k(ctx, g, o.kopt);
-            failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info);
+            kernel_options kopt = o.kopt;
+            std::string why = "--delta";
+            if (kopt.delta == 0) {
+                const delta_choice c = auto_delta(ctx, g);
+                kopt.delta = c.delta;
+                why = "automatic: " + number(auto_delta_factor) + " x mean weight " +
+                      number(c.mean_weight) + " / mean degree " + number(c.mean_degree);
+            }
+            sssp_kernel k(ctx, g, kopt);
+            const std::string delta = number(k.delta());
+            if (ctx.rank() == 0) std::printf("sssp delta: %s (%s)\n", delta.c_str(), why.c_str());
+            failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info, ",\"delta\":" + delta);
         } else if (kind == kernel_kind::explore) {
             explore_kernel k(ctx, g);
             failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info);

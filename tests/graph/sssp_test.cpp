@@ -74,7 +74,7 @@ void check_sssp(am::context& ctx, const csr_graph& g, const reference& ref, std:
 }
 
 void check_deltas(am::context& ctx, const graph_spec& spec, int root_count,
-                  const std::vector<float>& deltas) {
+                  const std::vector<float>& deltas, bool fusion = true) {
     const reference ref = make_reference(spec);
     const csr_graph g = am::graph::build_csr(ctx, spec);
     std::vector<std::uint32_t> roots = am::graph::choose_roots(ctx, g, root_count);
@@ -86,11 +86,16 @@ void check_deltas(am::context& ctx, const graph_spec& spec, int root_count,
         }
     }
     for (const float delta : deltas) {
-        am::graph::sssp_kernel sssp(ctx, g, kernel_options{.delta = delta});
+        am::graph::sssp_kernel sssp(ctx, g,
+                                    kernel_options{.delta = delta, .bucket_fusion = fusion});
+        if (delta != 0) {
+            EXPECT_EQ(sssp.delta(), delta);
+        }
         for (const std::uint32_t root : roots) {
-            const std::string what = describe(spec) + ", delta " + std::to_string(delta) +
-                                     ", root " + std::to_string(root) + ", " +
-                                     std::to_string(ctx.size()) + " ranks";
+            const std::string what = describe(spec) + ", delta " + std::to_string(sssp.delta()) +
+                                     (fusion ? "" : ", no bucket fusion") + ", root " +
+                                     std::to_string(root) + ", " + std::to_string(ctx.size()) +
+                                     " ranks";
             search_result r;
             r.pred.assign(5, 7);  // a reused result: the kernel must reset it
             sssp.run(root, r);
@@ -102,7 +107,33 @@ void check_deltas(am::context& ctx, const graph_spec& spec, int root_count,
 const std::vector<float> all_deltas = {0.01f, 0.1f, 0.5f, 1.0f, 10.0f};
 
 TEST_P(graph_sssp, kronecker) {
-    ASSERT_EQ(run([](am::context& ctx) { check_deltas(ctx, kronecker(9, 8), 2, all_deltas); }), 0);
+    ASSERT_EQ(run([](am::context& ctx) {
+                  check_deltas(ctx, kronecker(9, 8), 2, all_deltas);
+                  check_deltas(ctx, kronecker(9, 8), 1, {0.02f, 0.1f}, false);
+              }),
+              0);
+}
+
+// Δ = 0: chosen from the graph, the same on every rank: 5 × mean weight / mean degree of the
+// vertices with edges, recomputed here from the sequential reference.
+TEST_P(graph_sssp, automatic_delta) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const graph_spec spec = kronecker(9, 8);
+                  const reference ref = make_reference(spec);
+                  const csr_graph g = am::graph::build_csr(ctx, spec);
+                  double weights = 0, with_edges = 0;
+                  for (const adjacency& a : ref.adj) weights += a.w;
+                  for (std::uint32_t v = 0; v < ref.n; ++v) with_edges += ref.degree(v) > 0;
+                  const double expect = am::graph::auto_delta_factor *
+                                        (weights / static_cast<double>(ref.adj.size())) /
+                                        (static_cast<double>(ref.adj.size()) / with_edges);
+                  const am::graph::delta_choice c = am::graph::auto_delta(ctx, g);
+                  EXPECT_NEAR(c.delta, expect, 1e-6 * expect);
+                  am::graph::sssp_kernel sssp(ctx, g);
+                  EXPECT_EQ(sssp.delta(), c.delta);
+                  check_deltas(ctx, spec, 2, {0.0f});
+              }),
+              0);
 }
 
 TEST_P(graph_sssp, erdos_renyi) {

@@ -18,6 +18,7 @@ class bitmap {
         return (_w[i >> 6] >> (i & 63)) & 1U;
     }
     void set(std::uint64_t i) noexcept { _w[i >> 6] |= std::uint64_t{1} << (i & 63); }
+    void reset(std::uint64_t i) noexcept { _w[i >> 6] &= ~(std::uint64_t{1} << (i & 63)); }
     /// Sets bit i; returns whether it was already set.
     bool test_and_set(std::uint64_t i) noexcept {
         const std::uint64_t m = std::uint64_t{1} << (i & 63);

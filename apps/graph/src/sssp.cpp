@@ -40,8 +40,14 @@ struct label {
     std::uint32_t bucket;  // the bucket it was last put in (stale entries elsewhere are skipped)
 };
 
-/// How many adjacency entries ahead the relaxation loops prefetch the target's label.
+/// How many relaxations ahead the relaxation loops prefetch the target's label.
 constexpr std::size_t prefetch_distance = 16;
+
+/// Bucket fusion relaxes what landed in the current bucket during a light round in the same
+/// round only while it is smaller than this: a small remainder would otherwise cost a whole
+/// round (two epochs) for little work, while a large one is relaxed better after the round,
+/// when more of its distances have settled (fewer repeated relaxations).
+constexpr std::size_t fuse_below = 1024;
 
 }  // namespace
 
@@ -57,7 +63,9 @@ struct sssp_kernel::state {
     std::vector<std::vector<std::uint32_t>> buckets;
     std::vector<std::uint32_t> settled;  // vertices removed from the current bucket
     bitmap in_settled;
-    bitmap done_in_round;                  // processed in the current light round
+    bitmap done_in_round;              // relaxed at its current distance in the current light round
+    std::vector<std::uint32_t> round;  // the part of the bucket being relaxed
+    std::vector<std::uint32_t> touched;    // vertices whose done_in_round bit is set
     bitmap final_global;                   // global: vertices of completed buckets (final)
     std::vector<std::uint8_t> word_dirty;  // local words of final_global changed this bucket
     std::vector<std::uint64_t> dirty_words;
@@ -101,6 +109,8 @@ struct sssp_kernel::state {
         if (b >= no_label_bucket) [[unlikely]]
             bucket_overflow(d);
         l.bucket = static_cast<std::uint32_t>(b);
+        // A vertex improved again during a (fused) light round is relaxed again.
+        if (b == floor_bucket) done_in_round.reset(local);
         if (b >= buckets.size()) buckets.resize(b + 1);
         buckets[b].push_back(local);
     }
@@ -119,19 +129,37 @@ struct sssp_kernel::state {
     void relax_edges(std::uint32_t u, float du, std::uint64_t begin, std::uint64_t end) {
         const adjacency* list = g.adj.data() + g.offsets[u];
         const std::uint32_t parent = g.first + u;
-        for (std::uint64_t i = begin; i < end; ++i) {
-            if (i + prefetch_distance < end) {
-                const std::uint32_t ahead = list[i + prefetch_distance].target;
-                if (g.owns(ahead)) __builtin_prefetch(&labels[ahead - g.first], 1);
+        // In blocks: first the entries whose target is not final, without a branch (most
+        // are final, at random, which a branch would mispredict), then those.
+        constexpr std::uint64_t block = 64;
+        std::uint32_t open[block];
+        for (std::uint64_t start = begin; start < end; start += block) {
+            const std::uint64_t stop = std::min(end, start + block);
+            std::uint32_t n = 0;
+            for (std::uint64_t i = start; i < stop; ++i) {
+                open[n] = static_cast<std::uint32_t>(i);
+                n += final_global.test(list[i].target) ? 0U : 1U;
             }
-            const adjacency& a = list[i];
-            if (final_global.test(a.target)) continue;  // its distance cannot improve
-            const float d = du + a.w;
-            const int dest = g.part.owner(a.target);
-            if (dest == g.rank) {
-                improve(a.target - g.first, d, parent);
-            } else {
-                relaxes.send(relax{a.target, parent, d}, dest);
+            // Then split into local and remote targets, again without a branch.
+            std::uint32_t local[block], remote[block];
+            std::uint32_t nl = 0, nr = 0;
+            for (std::uint32_t k = 0; k < n; ++k) {
+                const bool mine = g.owns(list[open[k]].target);
+                local[nl] = remote[nr] = open[k];
+                nl += mine ? 1U : 0U;
+                nr += mine ? 0U : 1U;
+            }
+            for (std::uint32_t k = 0; k < nl; ++k) {
+                if (k + prefetch_distance < nl) {
+                    __builtin_prefetch(&labels[list[local[k + prefetch_distance]].target - g.first],
+                                       1);
+                }
+                const adjacency& a = list[local[k]];
+                improve(a.target - g.first, du + a.w, parent);
+            }
+            for (std::uint32_t k = 0; k < nr; ++k) {
+                const adjacency& a = list[remote[k]];
+                relaxes.send(relax{a.target, parent, du + a.w}, g.part.owner(a.target));
             }
         }
     }
@@ -163,17 +191,15 @@ struct sssp_kernel::state {
         return static_cast<float>(b + 1) * opt.delta;
     }
 
-    /// One round of light-edge relaxations from the vertices now in bucket `b`.
-    void light_round(std::uint64_t b) {
-        floor_bucket = b;
-        std::vector<std::uint32_t> round;
-        round.swap(buckets[b]);
-        epoch ep(ctx, {.depth = 0});
+    /// Relaxes the inner short edges of the vertices in `round` that are still in bucket `b`
+    /// and not relaxed at their current distance yet.
+    void relax_light(std::uint64_t b) {
         for (std::size_t i = 0; i < round.size(); ++i) {
             prefetch_vertex(round, i);
             const std::uint32_t u = round[i];
             const float du = labels[u].dist;
             if (labels[u].bucket != b || done_in_round.test_and_set(u)) continue;
+            touched.push_back(u);
             if (!in_settled.test_and_set(u)) settled.push_back(u);
             // Inner short edges only (w < end of the bucket − d(u)); the outer ones are
             // relaxed once with u's final distance in the heavy round, which splits the list
@@ -182,10 +208,24 @@ struct sssp_kernel::state {
             if (!(labels[u].lightest < limit)) continue;
             relax_edges(u, du, 0, split(u, limit));
         }
+    }
+
+    /// One round of light-edge relaxations from the vertices now in bucket `b`, fused: what
+    /// lands in bucket `b` meanwhile (local improvements, and relaxations from other ranks
+    /// handled during sends) is relaxed in the same round while it is small (`fuse_below`).
+    void light_round(std::uint64_t b) {
+        floor_bucket = b;
+        epoch ep(ctx, {.depth = 0});
+        do {
+            round.clear();
+            round.swap(buckets[b]);
+            relax_light(b);
+        } while (opt.bucket_fusion && !buckets[b].empty() && buckets[b].size() < fuse_below);
         relaxes.flush();
         ep.end();
         out->messages += ep.stats().messages_sent;
-        for (const std::uint32_t u : round) done_in_round.words()[u >> 6] = 0;
+        for (const std::uint32_t u : touched) done_in_round.words()[u >> 6] = 0;
+        touched.clear();
     }
 
     /// Marks the bucket's vertices final and sends the changed bitmap words to every rank.
@@ -276,12 +316,34 @@ struct sssp_kernel::state {
     }
 };
 
-sssp_kernel::sssp_kernel(context& ctx, const csr_graph& g, kernel_options opt) {
-    if (!(opt.delta >= 1e-6f) || !std::isfinite(opt.delta)) {
-        throw std::invalid_argument("sssp_kernel: rank " + std::to_string(ctx.rank()) + ": delta " +
-                                    number(opt.delta) + " outside [1e-6, inf)");
+delta_choice auto_delta(context& ctx, const csr_graph& g) {
+    double sums[3] = {0, 0, 0};  // weights, adjacency entries, vertices with edges
+    for (const adjacency& a : g.adj) sums[0] += a.w;
+    sums[1] = static_cast<double>(g.adj.size());
+    for (std::uint32_t v = 0; v < g.local_n; ++v) sums[2] += g.degree(v) > 0 ? 1 : 0;
+    reductions(ctx).sum(sums);
+    delta_choice c;
+    if (sums[1] == 0) {
+        c.delta = 1;  // no edges: any Δ
+        return c;
     }
+    c.mean_weight = sums[0] / sums[1];
+    c.mean_degree = sums[1] / sums[2];
+    c.delta =
+        std::max(1e-6f, static_cast<float>(auto_delta_factor * c.mean_weight / c.mean_degree));
+    return c;
+}
+
+sssp_kernel::sssp_kernel(context& ctx, const csr_graph& g, kernel_options opt) {
+    if (!(opt.delta == 0 || opt.delta >= 1e-6f) || !std::isfinite(opt.delta)) {
+        throw std::invalid_argument("sssp_kernel: rank " + std::to_string(ctx.rank()) + ": delta " +
+                                    number(opt.delta) + " outside [1e-6, inf) (0: automatic)");
+    }
+    if (opt.delta == 0) opt.delta = auto_delta(ctx, g).delta;
     _s = std::make_unique<state>(ctx, g, opt);
+}
+float sssp_kernel::delta() const noexcept {
+    return _s->opt.delta;
 }
 sssp_kernel::~sssp_kernel() = default;
 void sssp_kernel::run(std::uint32_t root, search_result& out) {

@@ -130,7 +130,8 @@ struct search_result {
 
 /// Options of the kernels.
 struct kernel_options {
-    float delta = 0.1f;                ///< Δ of Δ-stepping
+    float delta = 0;                   ///< Δ of Δ-stepping; 0: chosen by `auto_delta`
+    bool bucket_fusion = true;         ///< SSSP: relax what lands in the bucket in the same round
     bool direction_optimizing = true;  ///< BFS: switch to bottom-up steps on large frontiers
     double alpha = 14;                 ///< BFS: top-down → bottom-up when m_f > m_u / α
     double beta = 24;                  ///< BFS: bottom-up → top-down when n_f < n / β
@@ -157,12 +158,27 @@ class bfs_kernel {
     std::unique_ptr<state> _s;
 };
 
+/// Δ chosen from the graph: `auto_delta_factor` × the mean edge weight / the mean degree of
+/// the vertices that have edges (Meyer & Sanders: Δ = Θ(1/d) for weights uniform in [0, 1]);
+/// the factor was measured on Kronecker graphs, edgefactor 16, SCALE 18 and 20 (docs/graph.md).
+/// Collective (two sums over ranks); at least 1e-6.
+struct delta_choice {
+    float delta = 0;
+    double mean_weight = 0;
+    double mean_degree = 0;
+};
+inline constexpr double auto_delta_factor = 5;
+delta_choice auto_delta(context& ctx, const csr_graph& g);
+
 /// Δ-stepping SSSP (Meyer & Sanders), one epoch per light-edge round and one per bucket's
 /// heavy edges; relaxations to other ranks go through a coalescing layer.
 class sssp_kernel {
   public:
-    /// Collective. Throws std::invalid_argument naming the rank for Δ < 1e-6 or not finite.
+    /// Collective. Δ = `opt.delta`, or `auto_delta` when it is 0. Throws
+    /// std::invalid_argument naming the rank for Δ < 1e-6 (other than 0) or not finite.
     sssp_kernel(context& ctx, const csr_graph& g, kernel_options opt = {});
+    /// The Δ in use.
+    [[nodiscard]] float delta() const noexcept;
     ~sssp_kernel();
     sssp_kernel(const sssp_kernel&) = delete;
     sssp_kernel& operator=(const sssp_kernel&) = delete;
