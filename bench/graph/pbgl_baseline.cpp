@@ -20,9 +20,11 @@
 ///    processes and doubled), on an undirectedS graph of its own (its first stage runs BGL's
 ///    sequential connected_components, which requires undirected_tag, on each process's
 ///    local subgraph). Its result is a representative vertex per vertex, and the number of
-///    components; the components are not renumbered 0..c−1 (PBGL's renumbering,
-///    number_components_from_parents with a component map, searches a vector of roots per
-///    vertex: quadratic in the isolated vertices). TEPS: the graph's edges / time, as am's.
+///    components (connected_components with a dummy_property_map: roots counted); the
+///    components are not renumbered 0..c−1, as am's are not (PBGL's renumbering,
+///    number_components_from_parents with a component map, searches the vector of roots
+///    found so far for every vertex: vertices × components on a process, and every isolated
+///    vertex is a component). TEPS: the graph's edges / time, as am's.
 ///    Validated: labels equal across every edge, every label labels itself, and as many
 ///    labels as PBGL counted components; --check: the same partition as a union-find.
 ///  - pagerank: PBGL's page_rank (push along out-edges; contributions to another process's
