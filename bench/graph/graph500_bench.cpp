@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 /// @file
-/// Graph500 on am beside the Parallel BGL, in one invocation: for each kernel (bfs, sssp) and
+/// Graph500 on am beside the Parallel BGL, in one invocation: for each kernel (bfs, sssp, cc,
+/// pagerank) and
 /// each of --rounds rounds, runs `am-graph500` (2 shm ranks: AM_TRANSPORT=shm AM_RANKS=2)
 /// and then `mpirun -n 2 pbgl_baseline` on the same graph and roots, prints every JSON line
 /// both print, and at the end, per kernel, one line with the median over the rounds of each
 /// system's harmonic-mean TEPS and their ratio (system "am/pbgl", metric "teps_ratio":
 /// median = ratio of the medians, min = ratio of the minima, max = ratio of the maxima).
+/// PageRank: PBGL runs as many iterations as am's run of the same round took (am stops on its
+/// tolerance; PBGL's page_rank takes a count), read from am-graph500's statistics
+/// (median_nedge / edges); the ratio line then also has "iterations".
 /// Exit status 0, 1 when a run failed or was not validated, 3 when a system is missing.
 #include "common/options.hpp"
 #include "common/sys.hpp"
@@ -18,10 +22,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +53,8 @@ struct options {
     int rounds = 3;
     std::vector<std::string> kernels = {"bfs", "sssp"};
     std::string delta = "0.1";
+    std::string damping = "0.85";
+    std::string tolerance = "1e-6";
     std::string graph = "kronecker";
     std::string seed = std::to_string(am::graph::graph_spec{}.seed);
     std::string am = AM_GRAPH500_AM;
@@ -57,15 +65,19 @@ struct options {
 
 const char* const usage_text =
     "usage: graph500_bench [options]\n"
-    "Graph500 BFS and SSSP on am (am-graph500, 2 shm ranks) beside the Parallel BGL\n"
-    "(mpirun -n 2 pbgl_baseline) on the same graph and roots, alternating runs. Prints every\n"
-    "JSON line of both, then per kernel the median harmonic-mean TEPS of each and am/pbgl.\n"
+    "Graph500 BFS, SSSP, connected components and PageRank on am (am-graph500, 2 shm\n"
+    "ranks) beside the Parallel BGL (mpirun -n 2 pbgl_baseline) on the same graph and\n"
+    "roots, alternating runs. Prints every JSON line of both, then per kernel the median\n"
+    "harmonic-mean TEPS of each and am/pbgl. cc and pagerank run once per root; PBGL's\n"
+    "PageRank runs as many iterations as am's took in the same round.\n"
     "  --scale S        2^S vertices (default 18)\n"
     "  --edgefactor E   edges per vertex (default 16)\n"
     "  --roots R        timed roots per kernel and run (default 64)\n"
     "  --rounds K       (am run, PBGL run) pairs per kernel (default 3)\n"
-    "  --kernel K[,K]   bfs, sssp (default bfs,sssp)\n"
+    "  --kernel K[,K]   bfs, sssp, cc, pagerank (default bfs,sssp)\n"
     "  --delta D        SSSP delta-stepping bucket width (default 0.1)\n"
+    "  --damping D      PageRank damping factor (default 0.85)\n"
+    "  --tolerance T    am's PageRank stopping rule: L1 change below T (default 1e-6)\n"
     "  --graph G        kronecker (default) or er\n"
     "  --seed X         generator seed (default that of graph_spec)\n"
     "  --top-down       am's BFS top-down only (--no-direction-opt), as PBGL's BFS is\n"
@@ -99,10 +111,16 @@ void set_option(options& o, const std::string& flag, const char* v) {
     } else if (flag == "--kernel") {
         o.kernels = am::bench::split(v);
         for (const std::string& k : o.kernels) {
-            if (k != "bfs" && k != "sssp") usage_error("--kernel: bfs or sssp");
+            if (k != "bfs" && k != "sssp" && k != "cc" && k != "pagerank") {
+                usage_error("--kernel: bfs, sssp, cc or pagerank");
+            }
         }
     } else if (flag == "--delta") {
         o.delta = v;
+    } else if (flag == "--damping") {
+        o.damping = v;
+    } else if (flag == "--tolerance") {
+        o.tolerance = v;
     } else if (flag == "--graph") {
         o.graph = v;
     } else if (flag == "--seed") {
@@ -156,10 +174,11 @@ bool executable(const std::string& p) {
 }
 
 /// Runs `argv` with `env` ("NAME=value") added; copies the JSON lines of its stdout to ours
-/// (other lines to stderr) and returns the Graph500 lines among them; its stderr passes through.
-/// `status` is its exit status (-1 when it could not run or was killed).
+/// (other lines to stderr, and into `text`) and returns the Graph500 lines among them; its
+/// stderr passes through. `status` is its exit status (-1 when it could not run or was killed).
 std::vector<g500::teps_line> run_child(std::vector<std::string> argv,
-                                       const std::vector<std::string>& env, int& status) {
+                                       const std::vector<std::string>& env, int& status,
+                                       std::vector<std::string>& text) {
     std::fflush(nullptr);
     int fds[2];
     if (pipe(fds) != 0) {
@@ -186,6 +205,7 @@ std::vector<g500::teps_line> run_child(std::vector<std::string> argv,
         const bool json = buf[0] == '{';
         std::fputs(buf, json ? stdout : stderr);
         std::fflush(json ? stdout : stderr);
+        if (!json) text.emplace_back(buf);
         if (auto t = g500::parse(buf)) lines.push_back(*t);
     }
     if (in != nullptr) std::fclose(in);
@@ -205,6 +225,8 @@ std::vector<std::string> graph_args(const options& o, const std::string& kernel)
             "--kernel",     kernel,
             "--roots",      std::to_string(o.roots),
             "--delta",      o.delta,
+            "--damping",    o.damping,
+            "--tolerance",  o.tolerance,
             "--graph",      o.graph,
             "--seed",       o.seed,
             "--json"};
@@ -213,11 +235,33 @@ std::vector<std::string> graph_args(const options& o, const std::string& kernel)
 /// The harmonic-mean TEPS of one system and kernel, one per round.
 using series = std::map<std::string, std::vector<double>>;  // key: kernel
 
-/// Runs one system once for `kernel`; adds its harmonic mean to `out`. False on failure.
+/// The number after `prefix` on a line of `text` that starts with it, if any.
+std::optional<double> statistic(const std::vector<std::string>& text, const std::string& prefix) {
+    for (const std::string& line : text) {
+        if (line.rfind(prefix, 0) != 0) continue;
+        char* end = nullptr;
+        const double v = std::strtod(line.c_str() + prefix.size(), &end);
+        if (end != line.c_str() + prefix.size()) return v;
+    }
+    return std::nullopt;
+}
+
+/// am-graph500's PageRank iterations, from its statistics: the median edges counted per run
+/// (edges × iterations) over the graph's edges. 0 when they are missing.
+int am_iterations(const std::vector<std::string>& text) {
+    const std::optional<double> per_run = statistic(text, "pagerank median_nedge: ");
+    const std::optional<double> edges = statistic(text, "edges (undirected, no self-loops): ");
+    if (!per_run || !edges || *edges <= 0) return 0;
+    return static_cast<int>(std::lround(*per_run / *edges));
+}
+
+/// Runs one system once for `kernel`; adds its harmonic mean to `out`, and its stdout's
+/// other lines to `text`. False on failure.
 bool run_system(const std::string& system, std::vector<std::string> argv,
-                const std::vector<std::string>& env, const std::string& kernel, series& out) {
+                const std::vector<std::string>& env, const std::string& kernel, series& out,
+                std::vector<std::string>& text) {
     int status = 0;
-    const std::vector<g500::teps_line> lines = run_child(std::move(argv), env, status);
+    const std::vector<g500::teps_line> lines = run_child(std::move(argv), env, status, text);
     for (const g500::teps_line& t : lines) {
         if (t.base.op != kernel) continue;
         if (!t.validated) {
@@ -239,9 +283,10 @@ double median_of(std::vector<double> v) {
     return am::bench::summarize(std::move(v)).median;
 }
 
-/// The final line of a kernel: each system's median harmonic mean and their ratio.
+/// The final line of a kernel: each system's median harmonic mean and their ratio (PageRank:
+/// and the iterations both ran, when am's count was known).
 void print_ratio(const options& o, const std::string& kernel, const std::vector<double>& am,
-                 const std::vector<double>& pbgl) {
+                 const std::vector<double>& pbgl, int iterations) {
     const auto a = am::bench::summarize(am), p = am::bench::summarize(pbgl);
     if (a.reps == 0 || p.reps == 0 || p.median <= 0 || p.min <= 0 || p.max <= 0) return;
     const am::bench::summary ratio{a.median / p.median, a.min / p.min, a.max / p.max,
@@ -252,9 +297,11 @@ void print_ratio(const options& o, const std::string& kernel, const std::vector<
     char buf[200];
     std::snprintf(buf, sizeof buf,
                   ",\"scale\":%d,\"edgefactor\":%d,\"roots\":%d,\"am_harmonic_mean\":%.6g,"
-                  "\"pbgl_harmonic_mean\":%.6g}",
+                  "\"pbgl_harmonic_mean\":%.6g",
                   o.scale, o.edgefactor, o.roots, median_of(am), median_of(pbgl));
-    std::printf("%s%s\n", s.c_str(), buf);
+    std::string extra;
+    if (iterations > 0) extra = ",\"iterations\":" + std::to_string(iterations);
+    std::printf("%s%s%s}\n", s.c_str(), buf, extra.c_str());
     std::fprintf(stderr,
                  "graph500 %-4s scale %d edgefactor %d, %d roots, %d rounds: am %.4g TEPS, pbgl "
                  "%.4g TEPS (harmonic means, median of rounds): am/pbgl %.3g\n",
@@ -283,15 +330,39 @@ int main(int argc, char** argv) {
                      o.pbgl.c_str());
     }
     series am, pbgl;
+    std::map<std::string, int> iterations;  // PageRank: am's count, PBGL's --iterations
     bool ok = true;
     for (int round = 0; round < o.rounds; ++round) {
         for (const std::string& k : o.kernels) {
             const std::vector<std::string> args = graph_args(o, k);
+            std::vector<std::string> am_text;
             if (have_am) {
                 std::vector<std::string> cmd = {o.am, "--validate"};
                 if (o.top_down) cmd.push_back("--no-direction-opt");
                 cmd.insert(cmd.end(), args.begin(), args.end());
-                ok = run_system("am", cmd, {"AM_TRANSPORT=shm", "AM_RANKS=2"}, k, am) && ok;
+                ok =
+                    run_system("am", cmd, {"AM_TRANSPORT=shm", "AM_RANKS=2"}, k, am, am_text) && ok;
+            }
+            int steps = 0;
+            if (k == "pagerank") {
+                steps = am_iterations(am_text);
+                if (steps > 0 && iterations[k] > 0 && iterations[k] != steps) {
+                    std::fprintf(stderr,
+                                 "graph500_bench: am's pagerank took %d iterations in this "
+                                 "round, %d before\n",
+                                 steps, iterations[k]);
+                }
+                if (steps > 0) {
+                    iterations[k] = steps;
+                    std::fprintf(stderr,
+                                 "graph500_bench: PBGL's pagerank runs %d iterations, as many as "
+                                 "am's took\n",
+                                 steps);
+                } else {
+                    std::fprintf(stderr,
+                                 "graph500_bench: am's pagerank iterations unknown: PBGL's runs "
+                                 "to the tolerance\n");
+                }
             }
             if (have_pbgl) {
                 // mpirun binds PBGL's processes to cores when there are two (am-graph500
@@ -304,11 +375,13 @@ int main(int argc, char** argv) {
                 }
                 cmd.push_back(o.pbgl);
                 cmd.insert(cmd.end(), args.begin(), args.end());
-                ok = run_system("pbgl", cmd, {}, k, pbgl) && ok;
+                if (steps > 0) cmd.insert(cmd.end(), {"--iterations", std::to_string(steps)});
+                std::vector<std::string> pbgl_text;
+                ok = run_system("pbgl", cmd, {}, k, pbgl, pbgl_text) && ok;
             }
         }
     }
-    for (const std::string& k : o.kernels) print_ratio(o, k, am[k], pbgl[k]);
+    for (const std::string& k : o.kernels) print_ratio(o, k, am[k], pbgl[k], iterations[k]);
     if (!ok) return 1;
     return have_am && have_pbgl ? 0 : 3;
 }
