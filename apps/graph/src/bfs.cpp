@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace am::graph {
@@ -54,13 +55,18 @@ class crew {
         while (_done.load(std::memory_order_acquire) < _workers) {
             if (!poll || _ctx.poll() == 0) std::this_thread::yield();
         }
-        if (!poll || _error) park();
+        if (!poll || failed()) park();
     }
     /// Stops the workers' polling after a `run` with `poll` and waits until they sleep.
     void park() {
         _poll.store(false, std::memory_order_release);
         while (_parked.load(std::memory_order_acquire) < _workers) std::this_thread::yield();
-        if (_error) std::rethrow_exception(std::exchange(_error, nullptr));
+        std::exception_ptr e;
+        {
+            std::lock_guard lock(_error_mutex);
+            e = std::exchange(_error, nullptr);
+        }
+        if (e) std::rethrow_exception(e);
     }
 
   private:
@@ -85,6 +91,11 @@ class crew {
             }
             _parked.fetch_add(1, std::memory_order_release);
         }
+    }
+    // A polling worker may fail while the rank's thread looks: both under the lock.
+    bool failed() {
+        std::lock_guard lock(_error_mutex);
+        return _error != nullptr;
     }
     void keep(std::exception_ptr e) {
         std::lock_guard lock(_error_mutex);
