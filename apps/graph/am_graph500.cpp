@@ -2,7 +2,7 @@
 // am-graph500: Graph500-style BFS, SSSP and exploration on am, and connected components and
 // PageRank on the same graph, with validation.
 //   am-graph500 --scale S --edgefactor E --kernel bfs|sssp|explore|cc|pagerank --roots R
-//               --validate
+//               --validate [--threads T]
 // The whole-graph kernels (cc, pagerank) run once per root, ignoring it.
 // Ranks and transport come from the environment (AM_TRANSPORT, AM_RANKS) or from mpirun;
 // --ranks/--transport override them. Rank 0 prints Graph500 statistics and, with --json, one
@@ -43,7 +43,7 @@ struct options {
                  "         [--kernel bfs|sssp|explore|cc|pagerank[,...]] [--roots R]\n"
                  "         [--delta D] [--no-bucket-fusion] [--no-direction-opt]\n"
                  "         [--damping D] [--tolerance T]\n"
-                 "         [--seed X] [--validate] [--json] [--quiet]\n"
+                 "         [--seed X] [--validate] [--json] [--quiet] [--threads T]\n"
                  "         [--ranks N] [--transport threads|shm|mpi]\n",
                  why);
     std::exit(2);
@@ -153,6 +153,8 @@ bool apply(const std::string& a, arg_reader& in, options& o, am::config& cfg) {
         o.json = true;
     else if (a == "--quiet")
         o.quiet = true;
+    else if (a == "--threads")
+        o.kopt.threads = in.integer();
     else if (a == "--ranks")
         cfg.ranks = in.integer();
     else if (a == "--graph")
@@ -162,6 +164,21 @@ bool apply(const std::string& a, arg_reader& in, options& o, am::config& cfg) {
     else
         return false;
     return true;
+}
+
+/// --threads T: handler threads per rank (BFS only); T > 1 turns on config::thread_multiple.
+void check_threads(const options& o, am::config& cfg) {
+    const int t = o.kopt.threads;
+    if (t < 1 || t > 64) usage(("--threads " + std::to_string(t) + ": must be in [1, 64]").c_str());
+    if (t == 1) return;
+    for (const kernel_kind k : o.kernels) {
+        if (k != kernel_kind::bfs) {
+            usage(("--threads " + std::to_string(t) + ": the " + to_string(k) +
+                   " kernel runs one thread per rank (only bfs takes --threads above 1)")
+                      .c_str());
+        }
+    }
+    cfg.thread_multiple = true;
 }
 
 options parse(int argc, char** argv, am::config& cfg) {
@@ -179,6 +196,7 @@ options parse(int argc, char** argv, am::config& cfg) {
     if (!(o.kopt.tolerance > 0) || !std::isfinite(o.kopt.tolerance)) {
         usage("--tolerance must be positive and finite");
     }
+    check_threads(o, cfg);
     try {
         check_spec(o.spec);
     } catch (const std::invalid_argument& e) {
@@ -330,14 +348,14 @@ void report(const options& o, const am::config& cfg, int ranks, kernel_kind kind
             "\"op\":\"%s\",\"bytes\":0,\"metric\":\"teps\",\"median\":%.6g,\"min\":%.6g,"
             "\"max\":%.6g,\"reps\":%zu,\"scale\":%d,\"edgefactor\":%d,\"graph\":\"%s\","
             "\"harmonic_mean\":%.6g,\"validated\":%s,\"csr_bytes_per_rank\":%llu,"
-            "\"peak_rss_bytes\":%llu,\"generation_s\":%.4f,\"levels\":%g%s}\n",
+            "\"peak_rss_bytes\":%llu,\"generation_s\":%.4f,\"levels\":%g%s,\"threads\":%d}\n",
             am::to_string(cfg.transport), ranks, name, ts.median, ts.min, ts.max, f.times.size(),
             o.spec.scale, o.spec.edgefactor,
             o.spec.kind == graph_kind::kronecker ? "kronecker" : "er", hmean,
             o.validate && f.failed == 0 ? "true" : "false",
             static_cast<unsigned long long>(info.csr_bytes_max),
             static_cast<unsigned long long>(f.peak_rss), info.generation,
-            summarize(f.levels).median, f.extra_json.c_str());
+            summarize(f.levels).median, f.extra_json.c_str(), o.kopt.threads);
     }
     std::fflush(stdout);
 }

@@ -5,6 +5,8 @@
 // several roots (also an isolated one), with direction optimisation off, on (defaults), forced
 // bottom-up on every level, and alternating between the two directions (the defaults must
 // switch to bottom-up on the Kronecker graph); on graphs smaller than 64 vertices per rank too.
+// The same with 2 and 3 threads per rank (kernel_options::threads, config::thread_multiple),
+// and the kernel's refusal of a bad thread count.
 #include "graph_support.hpp"
 
 #include <gtest/gtest.h>
@@ -80,8 +82,9 @@ void check_bfs(am::context& ctx, const csr_graph& g, const reference& ref, std::
 /// BFS from `root_count` chosen roots (and an isolated vertex) with every variant;
 /// `defaults_go_bottom_up`: from a root in the giant component, the default options must
 /// run some, not all, levels bottom-up.
+/// `threads`: kernel_options::threads of every variant.
 void check_variants(am::context& ctx, const graph_spec& spec, int root_count,
-                    bool with_isolated_root, bool defaults_go_bottom_up = false) {
+                    bool with_isolated_root, bool defaults_go_bottom_up = false, int threads = 1) {
     const reference ref = make_reference(spec);
     const csr_graph g = am::graph::build_csr(ctx, spec);
     std::vector<std::uint32_t> roots = am::graph::choose_roots(ctx, g, root_count);
@@ -94,12 +97,13 @@ void check_variants(am::context& ctx, const graph_spec& spec, int root_count,
             }
         }
     }
-    for (const variant& var : variants()) {
+    for (variant var : variants()) {
+        var.opt.threads = threads;
         am::graph::bfs_kernel bfs(ctx, g, var.opt);
         for (const std::uint32_t root : roots) {
             const std::string what = describe(spec) + ", " + var.name + ", root " +
                                      std::to_string(root) + ", " + std::to_string(ctx.size()) +
-                                     " ranks";
+                                     " ranks × " + std::to_string(threads) + " threads";
             search_result r;
             r.dist.assign(3, 1.0f);  // a reused result: the kernel must reset it
             bfs.run(root, r);
@@ -153,5 +157,65 @@ TEST_P(graph_bfs, small_graphs) {
 }
 
 AM_INSTANTIATE(graph_bfs, graph_params());
+
+class graph_bfs_threads : public spmd_test {};
+
+void thread_multiple(am::config& cfg) {
+    cfg.thread_multiple = true;
+}
+
+// Every variant (also bottom-up on every level, and alternating) with 2 and 3 threads per
+// rank: the same exact checks as with one.
+TEST_P(graph_bfs_threads, kronecker) {
+    ASSERT_EQ(run(
+                  [](am::context& ctx) {
+                      for (const int threads : {2, 3}) {
+                          check_variants(ctx, kronecker(10, 16), 2, true, true, threads);
+                      }
+                  },
+                  thread_multiple),
+              0);
+}
+
+TEST_P(graph_bfs_threads, erdos_renyi) {
+    ASSERT_EQ(
+        run([](am::context& ctx) { check_variants(ctx, erdos_renyi(9, 8), 2, false, false, 2); },
+            thread_multiple),
+        0);
+}
+
+// A thread count outside [1, 64], or above 1 on a single-threaded context, is refused by the
+// constructor (collectively) before any search.
+TEST_P(graph_bfs_threads, rejects_bad_thread_counts) {
+    if (GetParam().transport != am::transport_kind::threads)
+        GTEST_SKIP() << "one transport suffices";
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const csr_graph g = am::graph::build_csr(ctx, kronecker(6, 4));
+                  for (const int bad : {0, 65}) {
+                      EXPECT_THROW(am::graph::bfs_kernel(ctx, g, kernel_options{.threads = bad}),
+                                   std::invalid_argument);
+                  }
+                  try {
+                      am::graph::bfs_kernel bfs(ctx, g, kernel_options{.threads = 2});
+                      ADD_FAILURE() << "threads = 2 without thread_multiple was accepted";
+                  } catch (const std::invalid_argument& e) {
+                      EXPECT_NE(std::string(e.what()).find("thread_multiple"), std::string::npos)
+                          << e.what();
+                  }
+              }),
+              0);
+}
+
+std::vector<am_test::spmd_param> thread_params() {
+    std::vector<am_test::spmd_param> v{{am::transport_kind::threads, 1},
+                                       {am::transport_kind::threads, 2},
+                                       {am::transport_kind::shm, 2}};
+#ifdef AM_HAVE_MPI
+    v.push_back({am::transport_kind::mpi, 2, 1});
+#endif
+    return v;
+}
+
+AM_INSTANTIATE(graph_bfs_threads, thread_params());
 
 }  // namespace

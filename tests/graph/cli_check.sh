@@ -1,11 +1,11 @@
 #!/bin/sh
 # Runs am-graph500 (directly, with AM_TRANSPORT/AM_RANKS, or under mpiexec) and checks what it
 # printed. No time limit: CTest's TIMEOUT is the only one.
-#   cli_check.sh ok TRANSPORT RANKS KERNELS REPS -- COMMAND...
+#   cli_check.sh ok TRANSPORT RANKS KERNELS REPS [FIELD...] -- COMMAND...
 #     exit status 0; for every kernel K of the comma-separated KERNELS exactly one line
 #     "K validation: passed" and exactly one JSON line with "op":"K" carrying the bench fields
 #     (bench, system, transport TRANSPORT, ranks RANKS, op, bytes, metric, median, min, max,
-#     reps REPS); no other JSON line.
+#     reps REPS) and each FIELD text (e.g. '"threads":2}'); no other JSON line.
 #   cli_check.sh fail TEXT -- COMMAND...
 #     non-zero exit status, TEXT on stderr, nothing on stdout.
 set -u
@@ -14,6 +14,12 @@ shift
 if [ "$mode" = ok ]; then
     transport=$1 ranks=$2 kernels=$3 reps=$4
     shift 4
+    fields=
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        fields="$fields
+$1"
+        shift
+    done
 else
     text=$1
     shift
@@ -56,6 +62,15 @@ for kernel in $(echo "$kernels" | tr ',' ' '); do
             *) complain "$kernel JSON line lacks $field: $line" ;;
         esac
     done
+    while IFS= read -r field; do
+        [ -z "$field" ] && continue
+        case "$line" in
+            *"$field"*) ;;
+            *) complain "$kernel JSON line lacks $field: $line" ;;
+        esac
+    done <<FIELDS
+$fields
+FIELDS
     for number in median min max; do
         echo "$line" | grep -q -E "\"$number\":[0-9][0-9.e+-]*[,}]" ||
             complain "$kernel JSON line lacks a number \"$number\": $line"

@@ -5,8 +5,131 @@
 #include <graph/graph.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 namespace am::graph {
+namespace {
+
+/// The rank's thread and `size() − 1` workers, running one job at a time (a BFS level's
+/// work). Between jobs the workers sleep on a futex and do not poll, so handlers of the
+/// program's other objects stay on the rank's thread. An exception on a worker is rethrown
+/// on the rank's thread by `run` or `park`.
+class crew {
+  public:
+    crew(context& ctx, int threads) : _ctx(ctx), _workers(threads - 1) {
+        for (int t = 1; t < threads; ++t) _threads.emplace_back([this, t] { work(t); });
+    }
+    ~crew() {
+        _stop = true;  // published by the round's release
+        _round.fetch_add(1, std::memory_order_release);
+        _round.notify_all();
+        for (auto& t : _threads) t.join();
+    }
+    crew(const crew&) = delete;
+    crew& operator=(const crew&) = delete;
+
+    /// Runs `job(t)` on every thread t (0: the calling, rank's thread) and returns when all
+    /// have finished it. With `poll`, every thread polls the context while it waits and the
+    /// workers go on polling (running handlers) until `park()`; otherwise the workers are
+    /// parked when it returns.
+    void run(const std::function<void(int)>& job, bool poll) {
+        _job = &job;
+        _poll.store(poll, std::memory_order_relaxed);
+        _done.store(0, std::memory_order_relaxed);
+        _parked.store(0, std::memory_order_relaxed);
+        _round.fetch_add(1, std::memory_order_release);
+        _round.notify_all();
+        try {
+            job(0);
+        } catch (...) {
+            keep(std::current_exception());
+        }
+        while (_done.load(std::memory_order_acquire) < _workers) {
+            if (!poll || _ctx.poll() == 0) std::this_thread::yield();
+        }
+        if (!poll || failed()) park();
+    }
+    /// Stops the workers' polling after a `run` with `poll` and waits until they sleep.
+    void park() {
+        _poll.store(false, std::memory_order_release);
+        while (_parked.load(std::memory_order_acquire) < _workers) std::this_thread::yield();
+        std::exception_ptr e;
+        {
+            std::lock_guard lock(_error_mutex);
+            e = std::exchange(_error, nullptr);
+        }
+        if (e) std::rethrow_exception(e);
+    }
+
+  private:
+    void work(int t) {
+        std::uint32_t seen = 0;
+        for (;;) {
+            _round.wait(seen, std::memory_order_acquire);
+            seen = _round.load(std::memory_order_acquire);
+            if (_stop) return;
+            try {
+                (*_job)(t);
+            } catch (...) {
+                keep(std::current_exception());
+            }
+            _done.fetch_add(1, std::memory_order_release);
+            try {
+                while (_poll.load(std::memory_order_acquire)) {
+                    if (_ctx.poll() == 0) std::this_thread::yield();
+                }
+            } catch (...) {
+                keep(std::current_exception());
+            }
+            _parked.fetch_add(1, std::memory_order_release);
+        }
+    }
+    // A polling worker may fail while the rank's thread looks: both under the lock.
+    bool failed() {
+        std::lock_guard lock(_error_mutex);
+        return _error != nullptr;
+    }
+    void keep(std::exception_ptr e) {
+        std::lock_guard lock(_error_mutex);
+        if (!_error) _error = std::move(e);
+    }
+
+    context& _ctx;
+    const int _workers;
+    std::vector<std::thread> _threads;
+    const std::function<void(int)>* _job = nullptr;
+    bool _stop = false;
+    std::atomic<std::uint32_t> _round{0};  // bumped to start a job (or to stop)
+    std::atomic<bool> _poll{false};        // workers poll after their share while set
+    std::atomic<int> _done{0};             // workers that finished the job
+    std::atomic<int> _parked{0};           // workers that stopped polling
+    std::mutex _error_mutex;
+    std::exception_ptr _error;
+};
+
+constexpr int max_threads = 64;
+constexpr std::size_t vertices_per_chunk = 64;  // top-down: frontier vertices a thread takes
+constexpr std::size_t words_per_chunk = 16;     // bottom-up: 1024 local vertices
+
+int checked_threads(const context& ctx, int threads) {
+    if (threads < 1 || threads > max_threads) {
+        throw std::invalid_argument("am::graph::bfs_kernel: rank " + std::to_string(ctx.rank()) +
+                                    ": kernel_options::threads = " + std::to_string(threads) +
+                                    " is outside [1, " + std::to_string(max_threads) + "]");
+    }
+    return threads;
+}
+
+}  // namespace
+
 struct bfs_kernel::state {
     context& ctx;
     const csr_graph& g;
@@ -18,9 +141,14 @@ struct bfs_kernel::state {
     std::vector<std::uint32_t> cur, next;  // local frontier queues
     std::uint64_t next_degrees = 0;        // Σ degree over `next`
     std::uint64_t reached_degrees = 0;     // Σ degree over reached vertices
+    // threads > 1: `visited` is claimed with atomic fetch_or while a level runs; the level's
+    // new vertices are found afterwards as the bits not in `before`.
+    const bool parallel;
+    bitmap before;  // parallel: `visited` as the level began
     message_type<visit> visit_msg;
     coalesced<visit> visits;
     word_broadcast frontier_words;
+    std::unique_ptr<crew> workers;  // parallel only
 
     state(context& c, const csr_graph& graph, kernel_options o)
         : ctx(c),
@@ -29,10 +157,38 @@ struct bfs_kernel::state {
           red(c),
           visited(graph.local_n),
           front(graph.part.n()),
+          parallel(checked_threads(c, o.threads) > 1),
+          before(parallel ? graph.local_n : 0),
           visit_msg(
-              c, [this](const visit& v) { reach(v.vertex - g.first, v.parent); }, "bfs.visit"),
+              c,
+              [this](int, std::span<const visit> batch) {
+                  // One branch per batch: the single-threaded loop stays as it was.
+                  if (parallel) {
+                      for (const visit& v : batch) claim(v.vertex - g.first, v.parent);
+                  } else {
+                      for (const visit& v : batch) reach(v.vertex - g.first, v.parent);
+                  }
+              },
+              "bfs.visit"),
           visits(visit_msg),
-          frontier_words(c, front, "bfs.frontier") {}
+          frontier_words(c, front, "bfs.frontier") {
+        if (parallel) start_workers();
+    }
+
+    /// Starts the workers and has each poll once: on a single-threaded context that throws,
+    /// which becomes a clear error here rather than a corrupted buffer later.
+    void start_workers() {
+        workers = std::make_unique<crew>(ctx, opt.threads);
+        try {
+            workers->run([this](int t) { (void)(t > 0 && ctx.poll() > 0); }, false);
+        } catch (const error& e) {
+            throw std::invalid_argument(
+                "am::graph::bfs_kernel: rank " + std::to_string(ctx.rank()) +
+                ": kernel_options::threads = " + std::to_string(opt.threads) +
+                " needs a context with config::thread_multiple (AM_THREAD_MULTIPLE=1): " +
+                e.what());
+        }
+    }
 
     void reach(std::uint32_t local, std::uint32_t parent) {
         if (visited.test_and_set(local)) return;
@@ -43,21 +199,65 @@ struct bfs_kernel::state {
         reached_degrees += d;
     }
 
-    void top_down() {
-        epoch ep(ctx, {.depth = 0});
-        for (const std::uint32_t u : cur) {
-            const std::uint32_t parent = g.first + u;
-            for (const adjacency& a : g.neighbours(u)) {
-                const int dest = g.part.owner(a.target);
-                if (dest == g.rank) {
-                    reach(a.target - g.first, parent);
+    /// Threads > 1: marks `local` reached from `parent` unless another thread (or an earlier
+    /// level) did; only the thread that set the bit writes the predecessor.
+    void claim(std::uint32_t local, std::uint32_t parent) {
+        const std::uint64_t m = std::uint64_t{1} << (local & 63);
+        std::atomic_ref<std::uint64_t> word(visited.words()[local >> 6]);
+        if ((word.load(std::memory_order_relaxed) & m) != 0) return;  // no locked op then
+        if ((word.fetch_or(m, std::memory_order_relaxed) & m) != 0) return;
+        out->pred[local] = parent;
+    }
+
+    /// Visits the neighbours of frontier vertex `u`: local ones at once, others by message.
+    template <bool Parallel>
+    void expand(std::uint32_t u) {
+        const std::uint32_t parent = g.first + u;
+        for (const adjacency& a : g.neighbours(u)) {
+            const int dest = g.part.owner(a.target);
+            if (dest == g.rank) {
+                if constexpr (Parallel) {
+                    claim(a.target - g.first, parent);
                 } else {
-                    visits.send(visit{a.target, parent}, dest);
+                    reach(a.target - g.first, parent);
                 }
+            } else {
+                visits.send(visit{a.target, parent}, dest);
             }
         }
+    }
+
+    void top_down() {
+        epoch ep(ctx, {.depth = 0});
+        for (const std::uint32_t u : cur) expand<false>(u);
         visits.flush();
         ep.end();
+        out->messages += ep.stats().messages_sent;
+    }
+
+    /// Every thread takes chunks of the frontier, sends through its own coalescing buffers
+    /// and, once done, polls (runs visit handlers) until the epoch has ended.
+    void top_down_parallel() {
+        epoch ep(ctx, {.depth = 0});
+        std::atomic<std::size_t> cursor{0};
+        workers->run(
+            [&](int) {
+                for (;;) {
+                    const std::size_t i = cursor.fetch_add(vertices_per_chunk);
+                    if (i >= cur.size()) break;
+                    const std::size_t end = std::min(i + vertices_per_chunk, cur.size());
+                    for (std::size_t k = i; k < end; ++k) expand<true>(cur[k]);
+                }
+                visits.flush();  // this thread's buffers
+            },
+            true);
+        try {
+            ep.end();
+        } catch (...) {
+            workers->park();
+            throw;
+        }
+        workers->park();
         out->messages += ep.stats().messages_sent;
     }
 
@@ -75,25 +275,75 @@ struct bfs_kernel::state {
         out->messages += ep.stats().messages_sent;
     }
 
-    /// Every unreached local vertex looks for a parent in the frontier.
-    void bottom_up() {
-        exchange_frontier();
-        const std::uint64_t* vis = visited.words();
-        const std::uint64_t words = visited.word_count();
-        for (std::uint64_t wi = 0; wi < words; ++wi) {
-            std::uint64_t todo = ~vis[wi];
-            while (todo != 0) {
-                const std::uint64_t local = wi * 64 + static_cast<unsigned>(__builtin_ctzll(todo));
-                todo &= todo - 1;
-                if (local >= g.local_n) break;
-                for (const adjacency& a : g.neighbours(static_cast<std::uint32_t>(local))) {
-                    if (front.test(a.target)) {
-                        reach(static_cast<std::uint32_t>(local), a.target);
-                        break;
-                    }
+    /// The unreached vertices of visited word `wi` look for a parent in the frontier;
+    /// `found(local, parent)` for each that has one.
+    template <class Found>
+    void search_parents(std::uint64_t wi, Found&& found) {
+        std::uint64_t todo = ~visited.words()[wi];
+        while (todo != 0) {
+            const std::uint64_t local = wi * 64 + static_cast<unsigned>(__builtin_ctzll(todo));
+            todo &= todo - 1;
+            if (local >= g.local_n) break;
+            for (const adjacency& a : g.neighbours(static_cast<std::uint32_t>(local))) {
+                if (front.test(a.target)) {
+                    found(static_cast<std::uint32_t>(local), a.target);
+                    break;
                 }
             }
         }
+    }
+
+    /// Every unreached local vertex looks for a parent in the frontier.
+    void bottom_up() {
+        exchange_frontier();
+        const std::uint64_t words = visited.word_count();
+        for (std::uint64_t wi = 0; wi < words; ++wi) {
+            search_parents(
+                wi, [this](std::uint32_t local, std::uint32_t parent) { reach(local, parent); });
+        }
+    }
+
+    /// As `bottom_up`, the visited words split in chunks among the threads: a word is
+    /// searched and written by one thread only, so it needs no atomics.
+    void bottom_up_parallel() {
+        exchange_frontier();
+        const std::size_t words = visited.word_count();
+        std::atomic<std::size_t> cursor{0};
+        workers->run(
+            [&](int) {
+                for (;;) {
+                    const std::size_t i = cursor.fetch_add(words_per_chunk);
+                    if (i >= words) break;
+                    for (std::size_t wi = i; wi < std::min(i + words_per_chunk, words); ++wi) {
+                        std::uint64_t bits = 0;
+                        search_parents(wi, [&](std::uint32_t local, std::uint32_t parent) {
+                            out->pred[local] = parent;
+                            bits |= std::uint64_t{1} << (local & 63);
+                        });
+                        visited.words()[wi] |= bits;
+                    }
+                }
+            },
+            false);
+    }
+
+    /// Threads > 1, after a level: the vertices it reached (the bits set since it began) make
+    /// the next frontier, in vertex order, with their degrees.
+    void collect() {
+        std::uint64_t* vis = visited.words();
+        std::uint64_t* seen = before.words();
+        for (std::size_t wi = 0; wi < visited.word_count(); ++wi) {
+            std::uint64_t fresh = vis[wi] & ~seen[wi];
+            seen[wi] = vis[wi];
+            while (fresh != 0) {
+                const auto local = static_cast<std::uint32_t>(
+                    wi * 64 + static_cast<unsigned>(__builtin_ctzll(fresh)));
+                fresh &= fresh - 1;
+                next.push_back(local);
+                next_degrees += g.degree(local);
+            }
+        }
+        reached_degrees += next_degrees;
     }
 
     void run(std::uint32_t root, search_result& result) {
@@ -110,6 +360,7 @@ struct bfs_kernel::state {
         if (g.owns(root)) {
             reach(root - g.first, root);
         }
+        if (parallel) before = visited;
         std::uint64_t frontier = 1, frontier_edges = red.sum(next_degrees);
         bool bottom = false;
         int levels = 0;
@@ -127,12 +378,13 @@ struct bfs_kernel::state {
             std::swap(cur, next);
             next.clear();
             next_degrees = 0;
-            if (bottom) {
-                bottom_up();
-                ++result.bottom_up_levels;
+            if (parallel) {
+                bottom ? bottom_up_parallel() : top_down_parallel();
+                collect();
             } else {
-                top_down();
+                bottom ? bottom_up() : top_down();
             }
+            result.bottom_up_levels += bottom ? 1 : 0;
             ++levels;
             frontier = red.sum(next.size());
             frontier_edges = red.sum(next_degrees);

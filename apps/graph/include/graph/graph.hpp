@@ -138,13 +138,27 @@ struct kernel_options {
     double damping = 0.85;             ///< PageRank: the damping factor d
     double tolerance = 1e-6;           ///< PageRank: stop when Σ|score change| < tolerance
     int max_iterations = 200;          ///< PageRank: stop after this many iterations
+    /// BFS: threads per rank, 1 to 64 (AM++ §4.3.1). Above 1 the kernel starts `threads − 1`
+    /// worker threads for its lifetime; they and the rank's thread split each level's work
+    /// and run the visit handlers, so the context must have `config::thread_multiple`. The
+    /// other kernels take 1 only.
+    int threads = 1;
 };
 
 /// Level-synchronous BFS: one epoch per level (depth 0: handlers send nothing). Top-down
 /// levels send (vertex, parent) to the owner through a coalescing layer; bottom-up levels
 /// exchange the frontier bitmap and search parents locally (Beamer's direction optimisation).
+///
+/// With `kernel_options::threads` T > 1, T − 1 worker threads (started by the constructor,
+/// joined by the destructor) help the rank's thread inside `run`: a top-down level's frontier
+/// is split in chunks that every thread takes in turn, sending visits through the shared
+/// coalescing layer, and every thread polls so that visit handlers run on all of them; a
+/// bottom-up level splits the unreached local vertices. Outside `run` the workers wait
+/// without polling, so the program's other handlers stay on the rank's thread.
 class bfs_kernel {
   public:
+    /// Collective. Throws std::invalid_argument naming the rank for `threads` outside [1, 64],
+    /// or above 1 on a context without `config::thread_multiple`.
     bfs_kernel(context& ctx, const csr_graph& g, kernel_options opt = {});
     ~bfs_kernel();
     bfs_kernel(const bfs_kernel&) = delete;
