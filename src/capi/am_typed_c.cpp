@@ -57,6 +57,35 @@ namespace {
 using namespace am::capi;
 using am::errc;
 
+/// The typed layer's own messages in the words of this header: C calls instead of C++ ones.
+std::string c_words(std::string what) {
+    static constexpr std::pair<const char*, const char*> words[] = {
+        {"inside an am::epoch", "inside an epoch (am_epoch_begin)"},
+        {"(epoch_options::depth)", "(am_epoch_begin's depth)"},
+        {" max_medium()", " am_max_medium()"},
+        {" messages of ", " items of "},
+    };
+    for (const auto& [from, to] : words) {
+        const std::string f = from;
+        for (auto at = what.find(f); at != std::string::npos; at = what.find(f, at + 1)) {
+            what.replace(at, f.size(), to);
+        }
+    }
+    return what;
+}
+
+/// `guarded` for the calls of this file, with the library's messages in C words.
+template <class F>
+am_status_t c_guarded(const am_context* c, const char* call, F&& f) noexcept {
+    return guarded(c, call, [&] {
+        try {
+            f();
+        } catch (const am::error& e) {
+            throw am::error(e.code(), c_words(e.what()));
+        }
+    });
+}
+
 am::detail::typed_layer* layer_of(am_context* c) {
     return am::detail::typed_of(*c->cxx);
 }
@@ -366,7 +395,7 @@ am_status_t make_layer(am_typed* t, am_typed_layer* next, am_typed_layer** out, 
                        F&& make) noexcept {
     if (t == nullptr) return AM_ERR_INVALID_ARGUMENT;
     if (out != nullptr) *out = nullptr;
-    return guarded(t->ctx.get(), call, [&] {
+    return c_guarded(t->ctx.get(), call, [&] {
         check_layer_args(call, t, next, out);
         *out = make();
     });
@@ -383,7 +412,7 @@ am_status_t am_typed_create(am_context_t* ctx, size_t item_size, am_typed_fn fn,
     const char* call = "am_typed_create";
     if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
     if (out != nullptr) *out = nullptr;
-    return guarded(ctx, call, [&] {
+    return c_guarded(ctx, call, [&] {
         check_pointer(call, ctx, reinterpret_cast<void*>(fn), true, "handler function");
         check_pointer(call, ctx, out, true, "output pointer");
         *out = create_type(ctx, item_size, fn, user, name != nullptr ? name : "am_typed");
@@ -393,7 +422,7 @@ am_status_t am_typed_create(am_context_t* ctx, size_t item_size, am_typed_fn fn,
 am_status_t am_typed_send(am_typed_t* type, const void* items, size_t count, int dest) noexcept {
     const char* call = "am_typed_send";
     if (type == nullptr) return AM_ERR_INVALID_ARGUMENT;
-    return guarded(type->ctx.get(), call, [&] {
+    return c_guarded(type->ctx.get(), call, [&] {
         check_pointer(call, type->ctx.get(), items, count != 0, "items pointer");
         const std::uint64_t tag = am::detail::typed_send_tag(type->layer, call);
         am::detail::typed_send(type->layer, type->id, dest, tag, items, count, call);
@@ -459,7 +488,7 @@ am_status_t am_typed_layer_send(am_typed_layer_t* layer, const void* item, int d
     const char* call = "am_typed_layer_send";
     if (layer == nullptr) return AM_ERR_INVALID_ARGUMENT;
     am_context* c = layer->type->ctx.get();
-    return guarded(c, call, [&] {
+    return c_guarded(c, call, [&] {
         check_pointer(call, c, item, true, "item pointer");
         const std::uint64_t tag = am::detail::typed_send_tag(layer->type->layer, call);
         layer->send_tagged(static_cast<const std::byte*>(item), dest, tag);
@@ -469,7 +498,7 @@ am_status_t am_typed_layer_send(am_typed_layer_t* layer, const void* item, int d
 am_status_t am_typed_layer_flush(am_typed_layer_t* layer) noexcept {
     const char* call = "am_typed_layer_flush";
     if (layer == nullptr) return AM_ERR_INVALID_ARGUMENT;
-    return guarded(layer->type->ctx.get(), call, [&] {
+    return c_guarded(layer->type->ctx.get(), call, [&] {
         if (layer->holds()) (void)am::detail::typed_send_tag(layer->type->layer, call);
         (void)layer->flush_held();
     });
@@ -485,14 +514,14 @@ void am_typed_layer_free(am_typed_layer_t* layer) noexcept {
 
 am_status_t am_epoch_begin(am_context_t* ctx, int depth) noexcept {
     if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
-    return guarded(ctx, "am_epoch_begin",
-                   [&] { am::detail::epoch_begin(layer_of(ctx), am::epoch_options{depth}); });
+    return c_guarded(ctx, "am_epoch_begin",
+                     [&] { am::detail::epoch_begin(layer_of(ctx), am::epoch_options{depth}); });
 }
 
 am_status_t am_epoch_end(am_context_t* ctx, uint64_t value, uint64_t* sum,
                          am_epoch_stats_t* stats) noexcept {
     if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
-    return guarded(ctx, "am_epoch_end", [&] {
+    return c_guarded(ctx, "am_epoch_end", [&] {
         am::epoch_stats s;
         const std::uint64_t total = am::detail::epoch_end(layer_of(ctx), value, s);
         if (sum != nullptr) *sum = total;

@@ -365,7 +365,7 @@ static void on_hop(am_context_t* ctx, int source, const void* items, size_t coun
             CHECK(s, st == AM_OK);
         } else {
             EXPECT_ERR(s, "am_typed_send", st, AM_ERR_BAD_CONTEXT, "nested 2 deep",
-                       "exceeds the depth 1");
+                       "exceeds the depth 1", "am_epoch_begin's depth");
             s->expected_failures++;
         }
     }
@@ -460,7 +460,7 @@ static int scenario_errors(rank_state* s) {
     const uint64_t v = 42;
     /* Outside an epoch. */
     EXPECT_ERR(s, "am_typed_send", am_typed_send(type, &v, 1, 0), AM_ERR_BAD_CONTEXT,
-               "no epoch is open");
+               "no epoch is open", "am_epoch_begin");
     EXPECT_ERR(s, "am_typed_layer_send", am_typed_layer_send(out, &v, 0), AM_ERR_BAD_CONTEXT,
                "no epoch is open");
     EXPECT_ERR(s, "am_epoch_end", am_epoch_end(s->ctx, 0, NULL, NULL), AM_ERR_BAD_CONTEXT,
@@ -485,7 +485,8 @@ static int scenario_errors(rank_state* s) {
     REQUIRE(s, big != NULL);
     const am_status_t st = am_typed_send(type, big, too_many, s->right);
     free(big);
-    EXPECT_ERR(s, "am_typed_send", st, AM_ERR_TOO_LARGE, "8 bytes exceed max_medium() = ");
+    EXPECT_ERR(s, "am_typed_send", st, AM_ERR_TOO_LARGE,
+               "8193 items of 8 bytes exceed am_max_medium() = ");
     EXPECT_ERR(s, "am_typed_send", am_typed_send(type, NULL, 1, 0), AM_ERR_INVALID_ARGUMENT,
                "null items pointer");
     REQUIRE(s, am_typed_send(type, NULL, 0, s->right) == AM_OK); /* sends nothing */
