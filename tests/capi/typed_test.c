@@ -508,6 +508,23 @@ static int scenario_errors(rank_state* s) {
     return 0;
 }
 
+/* A type created differently on one rank: every rank learns it at the creating call. */
+static int scenario_mismatch(rank_state* s) {
+    am_typed_t* t = NULL;
+    const size_t size = s->rank == s->size - 1 ? 12 : 8;
+    const am_status_t st = am_typed_create(s->ctx, size, on_count, s, "mismatch", &t);
+    if (s->size == 1) {
+        REQUIRE(s, st == AM_OK);
+        return 0;
+    }
+    char last[96];
+    snprintf(last, sizeof last, "rank %d registered am_typed \"mismatch\" (12-byte items)",
+             s->size - 1);
+    EXPECT_ERR(s, "am_typed_create", st, AM_ERR_HANDLER_MISMATCH,
+               "rank 0 registered am_typed \"mismatch\" (8-byte items)", last);
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------- main */
 
 typedef struct scenario {
@@ -518,7 +535,7 @@ typedef struct scenario {
 static const scenario scenarios[] = {
     {"counts", scenario_counts},     {"dedup_reduce", scenario_dedup_reduce},
     {"nested", scenario_nested},     {"errors", scenario_errors},
-    {"progress", scenario_progress},
+    {"progress", scenario_progress}, {"mismatch", scenario_mismatch},
 };
 
 static void rank_main(am_context_t* ctx, void* arg) {
