@@ -9,8 +9,9 @@
  * Every count below is exact: the epoch's end guarantees that every message sent in it, nested
  * ones too, has been handled on every rank.
  */
+#include <am/am_typed.h> /* first: it is self-contained */
+
 #include <am/am.h>
-#include <am/am_typed.h>
 
 #include <stdarg.h>
 #include <stddef.h>
