@@ -7,8 +7,7 @@
  *   AM_RANKS=4 ./msg_c                        (4 thread-ranks)
  *   amrun -n 4 --transport shm ./msg_c        (4 processes)
  */
-#include <am/am.h>
-#include <am/am_msg.h>
+#include <am/am_msg.h> /* self-contained: includes <am/am.h> */
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -8,8 +8,7 @@
  *   amrun -n 4 --transport shm ./splitc_c     (4 processes)
  *   AM_RMA=am AM_RANKS=4 ./splitc_c           (puts and gets as active messages)
  */
-#include <am/am.h>
-#include <am/am_splitc.h>
+#include <am/am_splitc.h> /* self-contained: includes <am/am.h> */
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -64,7 +64,7 @@ typedef struct am_global_ptr {
 
 /// The global pointer to byte `offset` of `rank`'s segment. No check here: puts and gets
 /// check the range against the target's segment.
-static inline am_gptr_t am_gptr(int rank, uint64_t offset) {
+static inline am_gptr_t am_gptr(int rank, uint64_t offset) AM_NOEXCEPT {
     am_gptr_t p;
     p.rank = rank;
     p.offset = offset;
@@ -72,13 +72,13 @@ static inline am_gptr_t am_gptr(int rank, uint64_t offset) {
 }
 
 /// `p` moved by `bytes` (may be negative) within the same rank.
-static inline am_gptr_t am_gptr_add(am_gptr_t p, int64_t bytes) {
+static inline am_gptr_t am_gptr_add(am_gptr_t p, int64_t bytes) AM_NOEXCEPT {
     p.offset += (uint64_t)bytes;
     return p;
 }
 
 /// Non-zero when `p` is the null global pointer.
-static inline int am_gptr_is_null(am_gptr_t p) {
+static inline int am_gptr_is_null(am_gptr_t p) AM_NOEXCEPT {
     return p.rank < 0;
 }
 
