@@ -3,7 +3,7 @@
 // entry points (am::detail::msg_*) and am::request. A C request keeps the outcome once the
 // operation is over, so a receive that failed (too small a buffer) reports the same failure
 // to every later test or wait instead of an empty success.
-#include "capi_common.hpp"
+#include "capi_layers.hpp"
 
 #include <am/am.h>
 #include <am/am_msg.h>
@@ -11,11 +11,9 @@
 #include <am/message.hpp>
 
 #include <cstddef>
-#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
-#include <string_view>
 #include <utility>
 
 static_assert(AM_ANY_SOURCE == am::any_source && AM_ANY_TAG == am::any_tag);
@@ -35,12 +33,6 @@ namespace {
 using namespace am::capi;
 using am::errc;
 
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
-    for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
-        s.replace(at, from.size(), to);
-    }
-}
-
 /// "call: rank N: what" → "what".
 std::string without_where(const std::string& what) {
     const auto rank = what.find(": rank ");
@@ -48,21 +40,12 @@ std::string without_where(const std::string& what) {
     return colon == std::string::npos ? what : what.substr(colon + 2);
 }
 
-/// Runs `f` for `call` on `ctx` (AM_ERR_INVALID_ARGUMENT when `ctx` is null), with the layer's
-/// C++ names in its messages turned into their C names.
+/// Runs `f` for `call` on `ctx`, with the layer's C++ names turned into their C names.
 template <class F>
 am_status_t run_c(am_context* ctx, const char* call, F&& f) noexcept {
-    if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
-    return guarded(ctx, call, [&] {
-        try {
-            f();
-        } catch (const am::error& e) {
-            std::string what = e.what();
-            replace_all(what, "am::any_source", "AM_ANY_SOURCE");
-            replace_all(what, "am::any_tag", "AM_ANY_TAG");
-            throw am::error(e.code(), what);
-        }
-    });
+    return guarded_c(ctx, call,
+                     {{"am::any_source", "AM_ANY_SOURCE"}, {"am::any_tag", "AM_ANY_TAG"}},
+                     std::forward<F>(f));
 }
 
 void check_data(const char* call, const am_context* c, const void* p, std::size_t len,

@@ -3,7 +3,7 @@
 // (am::detail::rma_*): a C put or get is an rma_shape in bytes, checked by the layer, which
 // names the C call in its errors; a C flag owns an am::counter, so C and C++ flags share the
 // layer's table of remote-flag identities.
-#include "capi_common.hpp"
+#include "capi_layers.hpp"
 
 #include <am/core/layer.hpp>
 
@@ -13,7 +13,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -116,24 +115,13 @@ void get_c(am_context* c, const char* call, const rma_shape& s, am_flag_t* flag,
     am::detail::rma_get(*c->cxx, s, flag_of(call, c, flag, "the flag"), call);
 }
 
-/// Runs `f` for `call` on `ctx` (AM_ERR_INVALID_ARGUMENT when `ctx` is null). The layer's
-/// messages speak of C++ types; a C caller knows them by their C names.
+/// Runs `f` for `call` on `ctx`. The layer's messages speak of C++ names; a C caller knows
+/// them by their C names.
 template <class F>
 am_status_t run_c(am_context* ctx, const char* call, F&& f) noexcept {
-    if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
-    return guarded(ctx, call, [&] {
-        try {
-            f();
-        } catch (const am::error& e) {
-            std::string what = e.what();
-            for (const auto& [from, to] : {std::pair{"null global_ptr", "null global pointer"},
-                                           std::pair{"by allocate", "by am_allocate"}}) {
-                const auto at = what.find(from);
-                if (at != std::string::npos) what.replace(at, std::strlen(from), to);
-            }
-            throw am::error(e.code(), what);
-        }
-    });
+    return guarded_c(
+        ctx, call, {{"null global_ptr", "null global pointer"}, {"by allocate", "by am_allocate"}},
+        std::forward<F>(f));
 }
 
 }  // namespace

@@ -12,17 +12,17 @@
 #include <am/am.h>
 #include <am/am_msg.h>
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+
 #define BIG 100003u /* a rendezvous message: several medium chunks, an odd tail */
 
 typedef struct rank_state {
-    am_context_t* ctx;
-    int rank, size, left, right;
+    CHECK_RANK_FIELDS;
     unsigned bad;
     /* the handler part of sendrecv */
     am_handler_t h_post;
@@ -31,67 +31,6 @@ typedef struct rank_state {
     unsigned char h_buf[32];
     am_counter_t handled;
 } rank_state;
-
-static int verbose;
-
-static void report(rank_state* s, int line, const char* fmt, ...) {
-    char what[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "msg_test: FAILED: rank %d: line %d: %s\n", s->rank, line, what);
-    s->bad++;
-}
-
-#define REQUIRE(s, cond)                                      \
-    do {                                                      \
-        if (!(cond)) {                                        \
-            report((s), __LINE__, "check failed: %s", #cond); \
-            return 1;                                         \
-        }                                                     \
-    } while (0)
-
-#define REQUIRE_OK(s, expr)                                                           \
-    do {                                                                              \
-        am_status_t st_ = (expr);                                                     \
-        if (st_ != AM_OK) {                                                           \
-            report((s), __LINE__, "%s returned %s: %s", #expr, am_status_string(st_), \
-                   am_last_error((s)->ctx));                                          \
-            return 1;                                                                 \
-        }                                                                             \
-    } while (0)
-
-#define CHECK(s, cond)                                                 \
-    do {                                                               \
-        if (!(cond)) report((s), __LINE__, "check failed: %s", #cond); \
-    } while (0)
-
-static void expect_err(rank_state* s, int line, const char* call, am_status_t got, am_status_t want,
-                       const char* const* needles) {
-    const char* msg = am_last_error(s->ctx);
-    char prefix[128];
-    snprintf(prefix, sizeof prefix, "%s: rank %d: ", call, s->rank);
-    if (got != want) {
-        report(s, line, "%s returned %s, expected %s (last error: %s)", call, am_status_string(got),
-               am_status_string(want), msg);
-        return;
-    }
-    if (strncmp(msg, prefix, strlen(prefix)) != 0) {
-        report(s, line, "error \"%s\" does not start with \"%s\"", msg, prefix);
-        return;
-    }
-    for (; *needles != NULL; ++needles) {
-        if (strstr(msg, *needles) == NULL) {
-            report(s, line, "error \"%s\" does not mention \"%s\"", msg, *needles);
-            return;
-        }
-    }
-    if (verbose) fprintf(stderr, "msg_test: rank %d: expected error: %s\n", s->rank, msg);
-}
-
-#define EXPECT_ERR(s, call, expr, want, ...) \
-    expect_err((s), __LINE__, (call), (expr), (want), (const char* const[]){__VA_ARGS__, NULL})
 
 static unsigned char pattern(int source, size_t len, size_t i) {
     return (unsigned char)((size_t)source * 131u + len * 3u + i * 7u);
@@ -316,53 +255,18 @@ static int scenario_errors(rank_state* s) {
 
 /* -------------------------------------------------------------------------------- main */
 
-typedef struct scenario {
-    const char* name;
-    int (*run)(rank_state*);
-} scenario;
-
-static const scenario scenarios[] = {
-    {"sendrecv", scenario_sendrecv},
-    {"errors", scenario_errors},
-};
+static const char* const names[] = {"sendrecv", "errors"};
+static int (*const runs[])(rank_state*) = {scenario_sendrecv, scenario_errors};
 
 static void rank_main(am_context_t* ctx, void* arg) {
-    const scenario* sc = arg;
+    const size_t sc = *(const size_t*)arg;
     rank_state s;
     memset(&s, 0, sizeof s);
-    s.ctx = ctx;
-    s.rank = am_rank(ctx);
-    s.size = am_size(ctx);
-    s.left = (s.rank + s.size - 1) % s.size;
-    s.right = (s.rank + 1) % s.size;
-    if (sc->run(&s) != 0 || s.bad != 0) {
-        fprintf(stderr, "msg_test: FAILED: rank %d: scenario %s\n", s.rank, sc->name);
-        (void)am_abort(ctx, "msg_test check failed");
-    }
+    CHECK_RANK_INIT(&s, ctx);
+    const int failed = runs[sc](&s) != 0;
+    check_end(ctx, names[sc], failed || s.bad != 0);
 }
 
 int main(int argc, char** argv) {
-    const size_t n = sizeof scenarios / sizeof scenarios[0];
-    verbose = getenv("AM_CAPI_VERBOSE") != NULL;
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s all|<scenario>; scenarios:", argv[0]);
-        for (size_t i = 0; i < n; ++i) fprintf(stderr, " %s", scenarios[i].name);
-        fputc('\n', stderr);
-        return 2;
-    }
-    int failures = 0, found = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (strcmp(argv[1], "all") != 0 && strcmp(argv[1], scenarios[i].name) != 0) continue;
-        found = 1;
-        fflush(stdout); /* ranks may be forked */
-        const int rc = am_run(1, argv, rank_main, (void*)&scenarios[i]);
-        fprintf(stderr, "msg_test: %s: %s (am_run returned %d)\n", scenarios[i].name,
-                rc == 0 ? "ok" : "FAILED", rc);
-        failures += rc != 0;
-    }
-    if (!found) {
-        fprintf(stderr, "msg_test: unknown scenario \"%s\"\n", argv[1]);
-        return 2;
-    }
-    return failures != 0;
+    return check_main(argc, argv, "msg_test", names, sizeof names / sizeof names[0], rank_main);
 }
