@@ -29,6 +29,7 @@ typedef struct rank_state {
     am_msg_request_t* h_send; /* the handler's isend back to its requester */
     am_msg_request_t* h_recv; /* the handler's irecv from its requester */
     unsigned char h_buf[32];
+    unsigned char h_out[16]; /* the handler's isend data: lives until its request completes */
     am_counter_t handled;
 } rank_state;
 
@@ -53,17 +54,17 @@ static int status_is(const am_msg_status_t* st, int source, int tag, size_t byte
 
 /* ---------------------------------------------------------------------------- sendrecv */
 
-/* The requester's left... the handler runs on the right neighbour of its requester: it answers
- * with an eager isend and posts a receive for a message the requester sends later, and checks
- * that the blocking calls are refused here. */
+/* Runs on the right neighbour of its requester: answers with an isend (eager by default; its
+ * data outlives the handler, as a three-phase send reads it later), posts a receive for a
+ * message the requester sends later, and checks that the blocking calls are refused here. */
 static void post_in_handler(am_token_t* t, const uint64_t* args, unsigned nargs, void* user) {
     rank_state* s = user;
     (void)args, (void)nargs;
     am_context_t* ctx = am_token_context(t);
     const int from = am_token_source(t);
-    unsigned char hello[16];
-    fill(hello, s->rank, sizeof hello);
-    CHECK(s, am_isend(ctx, from, 77, hello, sizeof hello, &s->h_send) == AM_OK);
+    unsigned char hello[4] = {1, 2, 3, 4};
+    fill(s->h_out, s->rank, sizeof s->h_out);
+    CHECK(s, am_isend(ctx, from, 77, s->h_out, sizeof s->h_out, &s->h_send) == AM_OK);
     CHECK(s, am_irecv(ctx, from, 99, s->h_buf, sizeof s->h_buf, &s->h_recv) == AM_OK);
     EXPECT_ERR(s, "am_msg_wait", am_msg_wait(s->h_recv, NULL), AM_ERR_BAD_CONTEXT, "handler");
     EXPECT_ERR(s, "am_send", am_send(ctx, from, 5, hello, 4), AM_ERR_BAD_CONTEXT, "handler");
@@ -213,14 +214,18 @@ static int scenario_errors(rank_state* s) {
     am_msg_free(r_gone);
     REQUIRE_OK(s, am_barrier(s->ctx));
 
-    am_msg_request_t* sent = NULL;
-    fill(big, s->rank, BIG);
-    fill(back, s->rank, 1000);
-    REQUIRE_OK(s, am_isend(s->ctx, s->right, 2, big, BIG, &sent));
-    REQUIRE_OK(s, am_send(s->ctx, s->right, 3, back, 1000));
-    REQUIRE_OK(s, am_send(s->ctx, s->right, 4, back, 8));
-    fill(back, s->rank, 100);
-    REQUIRE_OK(s, am_send(s->ctx, s->right, 1, back, 100)); /* unexpected when it arrives */
+    /* Non-blocking sends, so that none waits for a receive the right posts only later, even
+     * when AM_EAGER_BYTES makes them all three-phase. Tag 1 is unexpected when it arrives. */
+    static const int tags[4] = {2, 3, 4, 1};
+    static const size_t lens[4] = {BIG, 1000, 8, 100};
+    unsigned char* data[4] = {big, back, back + 1000, back + 2000};
+    am_msg_request_t* sent[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 4; ++i) {
+        fill(data[i], s->rank, lens[i]);
+        REQUIRE_OK(s, am_isend(s->ctx, s->right, tags[i], data[i], lens[i], &sent[i]));
+    }
+    unsigned char* into = malloc(BIG);
+    REQUIRE(s, into != NULL);
 
     EXPECT_ERR(s, "am_msg_wait", am_msg_wait(r, &st), AM_ERR_TOO_LARGE, "100003 bytes",
                "receive buffer of 1000 bytes", "stays queued");
@@ -228,9 +233,8 @@ static int scenario_errors(rank_state* s) {
     EXPECT_ERR(s, "am_msg_test", am_msg_test(r, &done, &st), AM_ERR_TOO_LARGE, "100003 bytes");
     REQUIRE(s, done == 1);
     am_msg_free(r);
-    memset(back, 0, BIG);
-    REQUIRE_OK(s, am_recv(s->ctx, s->left, 2, back, BIG, &st));
-    REQUIRE(s, status_is(&st, s->left, 2, BIG) && intact(back, s->left, BIG));
+    REQUIRE_OK(s, am_recv(s->ctx, s->left, 2, into, BIG, &st));
+    REQUIRE(s, status_is(&st, s->left, 2, BIG) && intact(into, s->left, BIG));
 
     EXPECT_ERR(s, "am_msg_wait", am_msg_wait(r_small, NULL), AM_ERR_TOO_LARGE,
                "1000 bytes, more than the receive buffer of 10 bytes");
@@ -246,8 +250,12 @@ static int scenario_errors(rank_state* s) {
                AM_ERR_TOO_LARGE, "has 100 bytes, more than the receive buffer of 10 bytes");
     REQUIRE_OK(s, am_recv(s->ctx, AM_ANY_SOURCE, AM_ANY_TAG, mid, sizeof mid, &st));
     REQUIRE(s, status_is(&st, s->left, 1, 100) && intact(mid, s->left, 100));
-    REQUIRE_OK(s, am_msg_wait(sent, NULL));
-    am_msg_free(sent);
+    for (int i = 0; i < 4; ++i) {
+        REQUIRE_OK(s, am_msg_wait(sent[i], &st));
+        REQUIRE(s, status_is(&st, s->right, tags[i], lens[i]));
+        am_msg_free(sent[i]);
+    }
+    free(into);
     free(big);
     free(back);
     return s->bad != 0;
