@@ -99,7 +99,10 @@ AM_NODISCARD am_status_t am_msg_wait(am_msg_request_t* req, am_msg_status_t* sta
 
 /// Frees a request (NULL is ignored). An incomplete receive that no message has matched yet is
 /// withdrawn; any other incomplete operation is first waited for (polling), so no buffer is
-/// used after its handle is gone. Free every request before the rank function returns.
+/// used after its handle is gone. Free every request before the rank function returns. A
+/// handler, which may not wait, frees only requests that are complete (an eager `am_isend`'s
+/// is at once) or receives nothing has matched; the layer cannot wait for any other there and
+/// leaves its operation to finish unowned.
 void am_msg_free(am_msg_request_t* req) AM_NOEXCEPT;
 
 #ifdef __cplusplus
