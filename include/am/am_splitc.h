@@ -198,6 +198,7 @@ AM_NODISCARD am_status_t am_get_strided_nb(am_context_t* ctx, void* dst, size_t 
 /// Indexed PUT (scatter), blocking: for i in [0, count), the element of `elem_bytes` at
 /// `src + i * elem_bytes` goes to `base + index[i] * elem_bytes`. When an index repeats,
 /// which of its elements lands there is unspecified. `index` is read before the call returns.
+/// Nothing is copied when `count` or `elem_bytes` is 0 (`index` may then be NULL).
 AM_NODISCARD am_status_t am_put_indexed(am_context_t* ctx, am_gptr_t base, const uint64_t* index,
                                         size_t count, const void* src,
                                         size_t elem_bytes) AM_NOEXCEPT;

@@ -5,8 +5,6 @@
 // layer's table of remote-flag identities.
 #include "capi_layers.hpp"
 
-#include <am/core/layer.hpp>
-
 #include <am/am.h>
 #include <am/am_splitc.h>
 #include <am/context.hpp>
