@@ -8,7 +8,7 @@
 #
 #   scripts/bench_report.sh [--quick [--tiny]] [--out DIR] [--build DIR] [--quiet]
 #
-#   --quick      a few minutes: fewer sizes, ranks and SCALEs, fewer repetitions
+#   --quick      about 2 minutes: fewer sizes, ranks and SCALEs, fewer repetitions
 #   --tiny       with --quick: seconds (the CTest check; the figures mean nothing)
 #   --out DIR    where report.md, the PNGs and data/ (JSON lines, stderr logs) go
 #                (default: BUILD/bench_report)
@@ -21,6 +21,7 @@
 # 1 when a benchmark failed or a plot had no data (the report says which); 2 on bad usage or
 # a missing program or matplotlib.
 set -uo pipefail
+invocation="scripts/bench_report.sh $*"
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 mode=full tiny=0 out="" build="$repo/build" quiet=0
@@ -77,15 +78,15 @@ tiny)
         step graph500 "graph500 SCALE $s" 1 "bench/graph/graph500_bench --scale $s --roots 4 --rounds 1"
     done ;;
 quick)
-    step am_pingpong am_pingpong 15 "bench/am_pingpong --json --reps 5 --sizes 8,64,512,4K,32K,64K,256K,1M,4M"
-    step am_flood am_flood 10 "bench/am_flood --json --reps 5 --sizes 8,64,512,4K,32K"
+    step am_pingpong am_pingpong 25 "bench/am_pingpong --json --reps 5 --rounds 3 --sizes 8,64,512,4K,32K,64K,256K,1M,4M"
+    step am_flood am_flood 15 "bench/am_flood --json --reps 5 --rounds 3 --sizes 8,64,512,4K,32K"
     for p in 2 4 8; do
-        step typed_rate "typed_rate np$p" 5 "bench/typed_rate --json --reps 5 --ranks $p --messages 1M"
+        step typed_rate "typed_rate np$p" 3 "bench/typed_rate --json --reps 5 --ranks $p --messages 4M"
     done
-    step epoch_overhead epoch_overhead 20 "bench/epoch_overhead --json --reps 5 --min-ms 10 --ranks 2,4,8,16"
-    for s in 10 12 14 16; do
-        step graph500 "graph500 SCALE $s" $((1 << (s - 10))) \
-            "bench/graph/graph500_bench --scale $s --roots 16 --rounds 1"
+    step epoch_overhead epoch_overhead 7 "bench/epoch_overhead --json --reps 7 --min-ms 10 --ranks 2,4,8,16"
+    for se in 10:1 12:1 14:2 16:6 18:30; do  # SCALE:estimated seconds
+        step graph500 "graph500 SCALE ${se%:*}" "${se#*:}" \
+            "bench/graph/graph500_bench --scale ${se%:*} --roots 16 --rounds 1"
     done ;;
 full)
     step am_pingpong am_pingpong 90 "bench/am_pingpong --json --rounds 3"
@@ -94,9 +95,9 @@ full)
         step typed_rate "typed_rate np$p" 30 "bench/typed_rate --json --ranks $p"
     done
     step epoch_overhead epoch_overhead 120 "bench/epoch_overhead --json --full"
-    for s in 12 14 16 18; do
-        step graph500 "graph500 SCALE $s" $((1 << (s - 12))) \
-            "bench/graph/graph500_bench --scale $s --roots 32 --rounds 3"
+    for se in 12:3 14:8 16:35 18:170; do  # SCALE:estimated seconds
+        step graph500 "graph500 SCALE ${se%:*}" "${se#*:}" \
+            "bench/graph/graph500_bench --scale ${se%:*} --roots 32 --rounds 3"
     done
     step graph500 "graph500 SCALE 20" 240 "bench/graph/graph500_bench --scale 20 --roots 16 --rounds 1" ;;
 esac
@@ -180,7 +181,7 @@ done
 clear_line
 
 "$python" "$repo/bench/scripts/bench_report.py" --data "$data" --out "$out" --build "$build" \
-    --mode "$mode"
+    --mode "$mode" --invocation "$invocation"
 rc=$?
 [ "$rc" = 2 ] && exit 2
 [ "$quiet" = 1 ] || echo "bench_report: wrote $out/report.md ($(((finished_ms + 500) / 1000)) s of benchmarks)"

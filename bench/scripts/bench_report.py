@@ -329,9 +329,12 @@ def write_report(args, plt):
     md += [f"| {k} | {v.replace('|', '/')} |" for k, v in machine(args.build)]
     md += ["", "Figures are medians over repetitions; error bars span min to max. The "
            "benchmarks ran one after another on this machine; what else ran on it is not "
-           "controlled.", "", "## Commands", "",
-           "Each ran from the build directory; its JSON lines are in `data/<benchmark>.jsonl` "
-           "beside this report when it was kept, its stderr in `data/<benchmark>.log`.", "",
+           "controlled.", "", "## Commands", ""]
+    if args.invocation:
+        md += [f"`{args.invocation}` ran these, one after another, in the build directory "
+               f"(`{os.path.basename(os.path.abspath(args.build))}`, {cmake_cache(args.build, 'CMAKE_BUILD_TYPE') or 'build type unknown'}).", ""]
+    md += ["The JSON lines of each benchmark are in `data/<benchmark>.jsonl` beside this "
+           "report, its stderr in `data/<benchmark>.log`.", "",
            "| step | seconds | exit | command |", "|---|---|---|---|"]
     for s in steps:
         md.append(f"| {s['name']} | {s['seconds']:.1f} | {s['status']} | `{s['command']}` |")
@@ -362,6 +365,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--build", default="build", help="the build directory (its CMakeCache)")
     ap.add_argument("--mode", default="full")
+    ap.add_argument("--invocation", default="", help="the command that ran the benchmarks")
     args = ap.parse_args()
     try:
         import matplotlib
