@@ -211,58 +211,51 @@ MPI = {"color": "tab:red", "ls": "--", "marker": "s"}
 UCX = {"color": "tab:green", "ls": ":", "marker": "^"}
 
 
+def add_lines(f, rows, x, metric, lines):
+    """One series per (label, the keys its rows match, style), all of one metric."""
+    for label, keys, style in lines:
+        f.add(label, series(rows, x, metric=metric, **keys), style=style)
+    return f
+
+
 def latency(rows):
     f = figure("latency", "One-way latency (half a round trip), 2 ranks", "bytes",
                "µs (median of repetitions)", "bytes", xfmt=size)
-    for op, marker, color in (("short", "D", "tab:cyan"), ("medium", "o", "tab:blue"),
-                              ("long", "v", "tab:purple")):
-        f.add(f"am {op}", series(rows, "bytes", system="am", op=op, metric="latency_us"),
-              style={"marker": marker, "color": color})
-    f.add("MPI send/recv", series(rows, "bytes", system="mpi", op="send_recv",
-                                  metric="latency_us"), style=MPI)
-    f.add("UCX ucp_am_lat", series(rows, "bytes", system="ucx", op="ucp_am_lat",
-                                   metric="latency_us"), style=UCX)
-    return f
+    return add_lines(f, rows, "bytes", "latency_us", [
+        ("am short", {"system": "am", "op": "short"}, {"marker": "D", "color": "tab:cyan"}),
+        ("am medium", {"system": "am", "op": "medium"}, {"color": "tab:blue"}),
+        ("am long", {"system": "am", "op": "long"}, {"marker": "v", "color": "tab:purple"}),
+        ("MPI send/recv", {"system": "mpi", "op": "send_recv"}, MPI),
+        ("UCX ucp_am_lat", {"system": "ucx", "op": "ucp_am_lat"}, UCX)])
 
 
 def bandwidth(rows):
     f = figure("bandwidth", "Streaming bandwidth, 2 ranks", "bytes", "GB/s", "bytes", xfmt=size)
-    f.add("am long", series(rows, "bytes", system="am", op="long", metric="bandwidth_GBps"),
-          style=AM)
-    f.add("MPI Isend window", series(rows, "bytes", system="mpi", op="isend_window",
-                                     metric="bandwidth_GBps"), style=MPI)
-    f.add("UCX ucp_am_bw", series(rows, "bytes", system="ucx", op="ucp_am_bw",
-                                  metric="bandwidth_GBps"), style=UCX)
-    f.add("memcpy (1 core)", series(rows, "bytes", system="memcpy", metric="bandwidth_GBps"),
-          style={"color": "gray", "ls": "-.", "marker": "."})
-    return f
+    return add_lines(f, rows, "bytes", "bandwidth_GBps", [
+        ("am long", {"system": "am", "op": "long"}, AM),
+        ("MPI Isend window", {"system": "mpi", "op": "isend_window"}, MPI),
+        ("UCX ucp_am_bw", {"system": "ucx", "op": "ucp_am_bw"}, UCX),
+        ("memcpy (1 core)", {"system": "memcpy"}, {"color": "gray", "ls": "-.", "marker": "."})])
 
 
 def message_rate(rows):
     f = figure("message_rate", "One-way message rate, rank 0 → rank 1", "bytes",
                "million messages / s", "bytes", xfmt=size)
-    f.add("am short", series(rows, "bytes", system="am", op="short", metric="rate_Mmsgps"),
-          style={"marker": "D", "color": "tab:cyan"})
-    f.add("am medium", series(rows, "bytes", system="am", op="medium", metric="rate_Mmsgps"),
-          style=AM)
-    f.add("MPI Isend window", series(rows, "bytes", system="mpi", op="isend_window",
-                                     metric="rate_Mmsgps"), style=MPI)
-    f.add("UCX ucp_am_bw", series(rows, "bytes", system="ucx", op="ucp_am_bw",
-                                  metric="rate_Mmsgps"), style=UCX)
-    return f
+    return add_lines(f, rows, "bytes", "rate_Mmsgps", [
+        ("am short", {"system": "am", "op": "short"}, {"marker": "D", "color": "tab:cyan"}),
+        ("am medium", {"system": "am", "op": "medium"}, AM),
+        ("MPI Isend window", {"system": "mpi", "op": "isend_window"}, MPI),
+        ("UCX ucp_am_bw", {"system": "ucx", "op": "ucp_am_bw"}, UCX)])
 
 
 def typed_rate(rows):
     f = figure("typed_rate", "Typed messages (16 bytes) to random ranks, all ranks", "ranks",
                "million records / s (all ranks)", "ranks")
-    f.add("am coalesced", series(rows, "ranks", system="am", op="coalesced",
-                                 metric="rate_Mmsgps"), style=AM)
-    f.add("am uncoalesced", series(rows, "ranks", system="am", op="uncoalesced",
-                                   metric="rate_Mmsgps"), style={"color": "tab:cyan",
-                                                                 "marker": "D"})
-    f.add("MPI Alltoallv", series(rows, "ranks", system="mpi", op="alltoallv",
-                                  metric="rate_Mmsgps"), style=MPI)
-    return f
+    return add_lines(f, rows, "ranks", "rate_Mmsgps", [
+        ("am coalesced", {"system": "am", "op": "coalesced"}, AM),
+        ("am uncoalesced", {"system": "am", "op": "uncoalesced"},
+         {"color": "tab:cyan", "marker": "D"}),
+        ("MPI Alltoallv", {"system": "mpi", "op": "alltoallv"}, MPI)])
 
 
 def epoch_cost(rows):
@@ -277,12 +270,10 @@ def epoch_cost(rows):
             f.add(f"am {tp}: {label}", series(rows, "ranks", system="am", transport=tp, op=op,
                                               metric="latency_us"),
                   style={"color": color, "ls": ls})
-    f.add("MPI_Barrier", series(rows, "ranks", system="mpi", op="mpi_barrier",
-                                metric="latency_us"), style=MPI)
-    f.add("MPI_Allreduce", series(rows, "ranks", system="mpi", op="mpi_allreduce",
-                                  metric="latency_us"),
-          style={"color": "tab:purple", "ls": ":", "marker": "s"})
-    return f
+    return add_lines(f, rows, "ranks", "latency_us", [
+        ("MPI_Barrier", {"system": "mpi", "op": "mpi_barrier"}, MPI),
+        ("MPI_Allreduce", {"system": "mpi", "op": "mpi_allreduce"},
+         {"color": "tab:purple", "ls": ":", "marker": "s"})])
 
 
 def graph500(rows):
