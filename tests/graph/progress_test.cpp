@@ -39,10 +39,15 @@ TEST(graph_progress, remaining_from_the_mean_step) {
 }
 
 TEST(graph_progress, line_text) {
-    EXPECT_EQ(format_progress("bfs: roots", 12, 64, 3.0),
+    EXPECT_EQ(format_progress("bfs: roots", 12, 64, 3.0, 3.0),
               "bfs: roots 12/64  elapsed 3.0 s  remaining ~13.0 s");
-    EXPECT_EQ(format_progress("bfs: roots", 0, 64, 0.5), "bfs: roots 0/64  elapsed 0.5 s");
-    EXPECT_EQ(format_progress("generate + build CSR", 0, 0, 75),
+    // 1 s into step 13: 1 s less to go; past the estimate: 0, not negative.
+    EXPECT_EQ(format_progress("bfs: roots", 12, 64, 4.0, 3.0),
+              "bfs: roots 12/64  elapsed 4.0 s  remaining ~12.0 s");
+    EXPECT_EQ(format_progress("bfs: roots", 63, 64, 9.0, 6.3),
+              "bfs: roots 63/64  elapsed 9.0 s  remaining ~0.0 s");
+    EXPECT_EQ(format_progress("bfs: roots", 0, 64, 0.5, 0), "bfs: roots 0/64  elapsed 0.5 s");
+    EXPECT_EQ(format_progress("generate + build CSR", 0, 0, 75, 0),
               "generate + build CSR  elapsed 1 min 15 s");
 }
 

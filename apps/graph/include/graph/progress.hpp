@@ -46,15 +46,18 @@ inline std::optional<double> estimate_remaining(double elapsed, std::uint64_t i,
     return elapsed / static_cast<double>(i) * static_cast<double>(n - i);
 }
 
-/// The text of the line (without '\r'): "<phase> <i>/<n>  elapsed <t>  remaining ~<t>";
+/// The text of the line (without '\r'): "<phase> <i>/<n>  elapsed <t>  remaining ~<t>", where
+/// `elapsed` is the phase's time now and `at_step` its time when step i ended: the estimate
+/// from the first i steps, less the time step i+1 has already run (never below 0).
 /// n == 0 (a phase of one indivisible step): "<phase>  elapsed <t>".
 inline std::string format_progress(std::string_view phase, std::uint64_t i, std::uint64_t n,
-                                   double elapsed) {
+                                   double elapsed, double at_step) {
     std::string s(phase);
     if (n > 0) s += " " + std::to_string(i) + "/" + std::to_string(n);
     s += "  elapsed " + format_duration(elapsed);
-    if (const auto left = estimate_remaining(elapsed, i, n)) {
-        s += "  remaining ~" + format_duration(*left);
+    if (const auto left = estimate_remaining(at_step, i, n)) {
+        const double now_left = *left - (elapsed - at_step);
+        s += "  remaining ~" + format_duration(now_left > 0 ? now_left : 0);
     }
     return s;
 }
@@ -93,7 +96,7 @@ class progress_line {
         _phase = std::move(name);
         _n = n;
         _i = 0;
-        _start = clock::now();
+        _start = _at_step = clock::now();
         draw(true);
     }
 
@@ -102,6 +105,7 @@ class progress_line {
         if (!_active) return;
         std::lock_guard lock(_m);
         _i = i;
+        _at_step = clock::now();
         draw(false);
     }
 
@@ -136,7 +140,8 @@ class progress_line {
         if (_phase.empty() || (!now && t - _drawn < std::chrono::milliseconds(100))) return;
         _drawn = t;
         const double elapsed = std::chrono::duration<double>(t - _start).count();
-        std::fprintf(_out, "\r\033[K%s", format_progress(_phase, _i, _n, elapsed).c_str());
+        const double at_step = std::chrono::duration<double>(_at_step - _start).count();
+        std::fprintf(_out, "\r\033[K%s", format_progress(_phase, _i, _n, elapsed, at_step).c_str());
         std::fflush(_out);
         _shown = true;
     }
@@ -156,7 +161,7 @@ class progress_line {
     bool _shown = false;
     std::string _phase;
     std::uint64_t _i = 0, _n = 0;
-    clock::time_point _start = clock::now(), _drawn{};
+    clock::time_point _start = clock::now(), _at_step = _start, _drawn{};
 };
 
 }  // namespace am::graph
