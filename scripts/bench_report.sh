@@ -25,7 +25,7 @@ invocation="scripts/bench_report.sh $*"
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 mode=full tiny=0 out="" build="$repo/build" quiet=0
-usage() { sed -n '9,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '9,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) mode=quick ;;
@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
         --out) [ $# -ge 2 ] || usage; out=$2; shift ;;
         --build) [ $# -ge 2 ] || usage; build=$2; shift ;;
         --quiet) quiet=1 ;;
-        -h | --help) usage ;;
+        -h | --help) usage 0 ;;
         *) echo "bench_report: unknown option $1" >&2; usage ;;
     esac
     shift
@@ -124,18 +124,22 @@ human() {
     elif [ "$s" -lt 3600 ]; then printf '%d min %02d s' $((s / 60)) $((s % 60))
     else printf '%d h %02d min' $((s / 3600)) $((s % 3600 / 60)); fi
 }
-# Remaining: the estimates of the steps not finished (less the time the current one has run),
-# scaled by how the finished steps compared with their estimates.
+# Remaining: the estimates of the steps not finished, scaled by how the finished steps compared
+# with their estimates, the running step's less the time it has run (not below 0).
 remaining() {  # $1 index of the running step, $2 ms it has run, $3 ms of the finished steps
-    local i=$1 ran=$2 done_ms=$3 est_done=0 est_left=0 k e
+    local i=$1 ran=$2 done_ms=$3 est_done=0 est_cur=0 est_next=0 k e
     for ((k = 0; k < ${#steps[@]}; k++)); do
         IFS='|' read -r _ _ e _ <<<"${steps[k]}"
-        if [ "$k" -lt "$i" ]; then est_done=$((est_done + e * 1000)); else est_left=$((est_left + e * 1000)); fi
+        if [ "$k" -lt "$i" ]; then est_done=$((est_done + e * 1000))
+        elif [ "$k" = "$i" ]; then est_cur=$((e * 1000))
+        else est_next=$((est_next + e * 1000)); fi
     done
-    if [ "$est_done" -gt 0 ]; then est_left=$((est_left * done_ms / est_done)); fi
-    local r=$(((est_left - ran) / 1000))
-    [ "$r" -lt 1 ] && r=1
-    echo "$r"
+    if [ "$est_done" -gt 0 ]; then
+        est_cur=$((est_cur * done_ms / est_done))
+        est_next=$((est_next * done_ms / est_done))
+    fi
+    est_cur=$((est_cur > ran ? est_cur - ran : 0))
+    echo $(((est_cur + est_next + 500) / 1000))
 }
 draw() {  # $1 index, $2 label, $3 ms the step has run, $4 ms of the finished steps
     [ "$show" = 1 ] || return 0
@@ -149,7 +153,9 @@ clear_line() { [ "$show" = 1 ] && printf '\r\033[K' >&2; return 0; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 rm -f "$data"/*.jsonl "$data"/*.log "$data/steps.tsv" "$out"/*.png "$out/report.md"
 child=""
-trap 'clear_line; [ -n "$child" ] && kill "$child" 2>/dev/null; exit 130' INT TERM
+# Each benchmark leads a process group of its own (setsid), so that an interrupt ends it with
+# everything it started (ranks, mpirun, ucx_perftest).
+trap 'clear_line; [ -n "$child" ] && kill -TERM -- "-$child" 2>/dev/null; exit 130' INT TERM
 t_start=$(now_ms)
 finished_ms=0
 failed=0
@@ -157,7 +163,7 @@ for ((i = 0; i < ${#steps[@]}; i++)); do
     IFS='|' read -r group label _ cmd <<<"${steps[i]}"
     t0=$(now_ms)
     echo "== $label: $cmd" >>"$data/$group.log"
-    (cd "$build" && exec $cmd) >>"$data/$group.jsonl" 2>>"$data/$group.log" &
+    (cd "$build" && exec setsid $cmd) >>"$data/$group.jsonl" 2>>"$data/$group.log" &
     child=$!
     # At most 4 redraws a second, and none without a terminal.
     while [ "$show" = 1 ] && kill -0 "$child" 2>/dev/null; do
