@@ -8,6 +8,7 @@ need="cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin libboost-
 case "${1:-test}" in
   demo) ;;
   test) need="$need libgtest-dev libboost-mpi-dev libboost-graph-parallel-dev libcereal-dev"
+        need="$need python3-matplotlib"            # am.bench.report.tiny: scripts/bench_report.sh
         need="$need iproute2 iptables" ;;          # tests/multihost: scripts/multihost.sh
   ci)   need="$need libgtest-dev clang-format libboost-mpi-dev libboost-graph-parallel-dev libcereal-dev"
         need="$need iproute2 iptables"             # tests/multihost: scripts/multihost.sh

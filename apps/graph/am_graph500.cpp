@@ -6,8 +6,11 @@
 // The whole-graph kernels (cc, pagerank) run once per root, ignoring it.
 // Ranks and transport come from the environment (AM_TRANSPORT, AM_RANKS) or from mpirun;
 // --ranks/--transport override them. Rank 0 prints Graph500 statistics and, with --json, one
-// JSON line per kernel in the bench format.
+// JSON line per kernel in the bench format. At SCALE >= 22 (or with --progress), when stderr is
+// a terminal and without --quiet, rank 0 shows a progress line there (graph/progress.hpp): the
+// phase, root i of n, the elapsed and the estimated remaining time.
 #include <graph/graph.hpp>
+#include <graph/progress.hpp>
 
 #include <am/am.hpp>
 
@@ -33,6 +36,7 @@ struct options {
     bool validate = false;
     bool json = false;
     bool quiet = false;
+    bool progress = false;  // --progress: the progress line at any SCALE (on a terminal)
     kernel_options kopt;
 };
 
@@ -44,6 +48,7 @@ struct options {
                  "         [--delta D] [--no-bucket-fusion] [--no-direction-opt]\n"
                  "         [--damping D] [--tolerance T]\n"
                  "         [--seed X] [--validate] [--json] [--quiet] [--threads T]\n"
+                 "         [--progress]\n"
                  "         [--ranks N] [--transport threads|shm|mpi]\n",
                  why);
     std::exit(2);
@@ -155,6 +160,8 @@ bool apply(const std::string& a, arg_reader& in, options& o, am::config& cfg) {
         o.quiet = true;
     else if (a == "--threads")
         o.kopt.threads = in.integer();
+    else if (a == "--progress")
+        o.progress = true;
     else if (a == "--ranks")
         cfg.ranks = in.integer();
     else if (a == "--graph")
@@ -300,7 +307,7 @@ struct whole_graph {
 /// kernels: one timed run per root).
 template <class Kernel>
 figures measure(am::context& ctx, const options& o, const std::vector<std::uint32_t>& roots,
-                kernel_kind kind, Kernel& kernel, validator& check) {
+                kernel_kind kind, Kernel& kernel, validator& check, progress_line& bar) {
     figures f;
     search_result r;
     kernel.run(roots.front(), r);
@@ -314,10 +321,14 @@ figures measure(am::context& ctx, const options& o, const std::vector<std::uint3
         f.teps.push_back(static_cast<double>(r.edges) / t);
         f.levels.push_back(r.levels);
         if (o.validate && !valid(check, kind, root, r)) ++f.failed;
+        bar.step(f.times.size());
         if (!o.quiet && ctx.rank() == 0) {
-            std::fprintf(stderr, "%s root %u: %.6f s, %llu edges, %d levels (%d bottom-up)\n",
-                         to_string(kind), root, t, static_cast<unsigned long long>(r.edges),
-                         r.levels, r.bottom_up_levels);
+            char line[160];
+            std::snprintf(line, sizeof line,
+                          "%s root %u: %.6f s, %llu edges, %d levels (%d bottom-up)\n",
+                          to_string(kind), root, t, static_cast<unsigned long long>(r.edges),
+                          r.levels, r.bottom_up_levels);
+            bar.message(line);
         }
     }
     reductions red(ctx);
@@ -363,14 +374,26 @@ void report(const options& o, const am::config& cfg, int ranks, kernel_kind kind
 template <class Kernel>
 int run_kernel(am::context& ctx, const options& o, const am::config& cfg,
                const std::vector<std::uint32_t>& roots, kernel_kind kind, Kernel& kernel,
-               validator& check, const graph_info& info, const std::string& extra_json = {}) {
-    figures f = measure(ctx, o, roots, kind, kernel, check);
+               validator& check, const graph_info& info, progress_line& bar,
+               const std::string& extra_json = {}) {
+    figures f = measure(ctx, o, roots, kind, kernel, check, bar);
     f.extra_json = extra_json;
-    if (ctx.rank() == 0) report(o, cfg, ctx.size(), kind, f, info);
+    if (ctx.rank() == 0) bar.above([&] { report(o, cfg, ctx.size(), kind, f, info); });
     return f.failed;
 }
 
+/// "bfs (kernel 1 of 2): roots searched and validated".
+std::string kernel_phase(const options& o, std::size_t k) {
+    std::string s = to_string(o.kernels[k]);
+    if (o.kernels.size() > 1) {
+        s += " (kernel " + std::to_string(k + 1) + " of " + std::to_string(o.kernels.size()) + ")";
+    }
+    return s + (o.validate ? ": roots searched and validated" : ": roots searched");
+}
+
 int rank_main(am::context& ctx, const options& o, const am::config& cfg) {
+    progress_line bar(ctx.rank() == 0 && !o.quiet && (o.spec.scale >= 22 || o.progress));
+    bar.phase("generate + build CSR", 0);
     const double t0 = now();
     const csr_graph g = build_csr(ctx, o.spec);
     graph_info info;
@@ -379,26 +402,32 @@ int rank_main(am::context& ctx, const options& o, const am::config& cfg) {
     info.csr_bytes_max = red.sum(g.bytes());  // summed, then the largest share below
     const std::uint64_t total_csr = info.csr_bytes_max;
     info.csr_bytes_max = ~red.min(~g.bytes());
+    bar.phase("choose roots, prepare validation", 0);
     const std::vector<std::uint32_t> roots = choose_roots(ctx, g, o.roots);
     if (ctx.rank() == 0) {
-        std::printf(
-            "SCALE: %d\nedgefactor: %d\ngraph: %s\nNBFS: %zu\n"
-            "graph_generation_and_construction: %.6g\nnum_ranks: %d\n"
-            "edges (undirected, no self-loops): %llu\ncsr_bytes total: %llu, "
-            "largest rank share: %llu\n",
-            o.spec.scale, o.spec.edgefactor,
-            o.spec.kind == graph_kind::kronecker ? "kronecker" : "erdos-renyi+cycle", roots.size(),
-            info.generation, ctx.size(), static_cast<unsigned long long>(g.global_edges),
-            static_cast<unsigned long long>(total_csr),
-            static_cast<unsigned long long>(info.csr_bytes_max));
+        bar.above([&] {
+            std::printf(
+                "SCALE: %d\nedgefactor: %d\ngraph: %s\nNBFS: %zu\n"
+                "graph_generation_and_construction: %.6g\nnum_ranks: %d\n"
+                "edges (undirected, no self-loops): %llu\ncsr_bytes total: %llu, "
+                "largest rank share: %llu\n",
+                o.spec.scale, o.spec.edgefactor,
+                o.spec.kind == graph_kind::kronecker ? "kronecker" : "erdos-renyi+cycle",
+                roots.size(), info.generation, ctx.size(),
+                static_cast<unsigned long long>(g.global_edges),
+                static_cast<unsigned long long>(total_csr),
+                static_cast<unsigned long long>(info.csr_bytes_max));
+        });
     }
     if (roots.empty()) throw std::runtime_error("am-graph500: the graph has no edges");
     validator check(ctx, g, o.kopt);
     int failed = 0;
-    for (const kernel_kind kind : o.kernels) {
+    for (std::size_t i = 0; i < o.kernels.size(); ++i) {
+        const kernel_kind kind = o.kernels[i];
+        bar.phase(kernel_phase(o, i), roots.size());
         if (kind == kernel_kind::bfs) {
             bfs_kernel k(ctx, g, o.kopt);
-            failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info);
+            failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info, bar);
         } else if (kind == kernel_kind::sssp) {
             kernel_options kopt = o.kopt;
             std::string why = "--delta";
@@ -410,19 +439,23 @@ int rank_main(am::context& ctx, const options& o, const am::config& cfg) {
             }
             sssp_kernel k(ctx, g, kopt);
             const std::string delta = number(k.delta());
-            if (ctx.rank() == 0) std::printf("sssp delta: %s (%s)\n", delta.c_str(), why.c_str());
-            failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info, ",\"delta\":" + delta);
+            if (ctx.rank() == 0) {
+                bar.above(
+                    [&] { std::printf("sssp delta: %s (%s)\n", delta.c_str(), why.c_str()); });
+            }
+            failed +=
+                run_kernel(ctx, o, cfg, roots, kind, k, check, info, bar, ",\"delta\":" + delta);
         } else if (kind == kernel_kind::explore) {
             explore_kernel k(ctx, g);
-            failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info);
+            failed += run_kernel(ctx, o, cfg, roots, kind, k, check, info, bar);
         } else if (kind == kernel_kind::cc) {
             cc_kernel k(ctx, g);
             whole_graph<cc_kernel> w{k};
-            failed += run_kernel(ctx, o, cfg, roots, kind, w, check, info);
+            failed += run_kernel(ctx, o, cfg, roots, kind, w, check, info, bar);
         } else {
             pagerank_kernel k(ctx, g, o.kopt);
             whole_graph<pagerank_kernel> w{k};
-            failed += run_kernel(ctx, o, cfg, roots, kind, w, check, info);
+            failed += run_kernel(ctx, o, cfg, roots, kind, w, check, info, bar);
         }
     }
     if (red.sum(static_cast<std::uint64_t>(failed)) > 0) {

@@ -17,9 +17,11 @@ Lines that are not JSON objects with "bench": "rpc" are ignored. Exit status 1 w
 named by --expect has no data or its PNG was not written; 2 when matplotlib is missing.
 """
 import argparse
-import json
 import os
 import sys
+
+import benchjson  # bench/scripts/benchjson.py: the shared JSON-lines loader
+from benchjson import err, one, pick
 
 FIGURES = ["rtt", "async_rate", "optimistic", "dht", "uts"]
 SYSTEMS = ["am_handcoded", "am_rpc", "trpc", "plain_handler"]
@@ -30,33 +32,7 @@ LABEL = {"am_handcoded": "hand-coded AM", "am_rpc": "am::rpc / optimistic", "trp
 
 
 def load(paths):
-    rows = []
-    for path in paths:
-        with (sys.stdin if path == "-" else open(path)) as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(r, dict) and r.get("bench") == "rpc":
-                    rows.append(r)
-    return rows
-
-
-def pick(rows, **kw):
-    return [r for r in rows if all(r.get(k) == v for k, v in kw.items())]
-
-
-def one(rows, **kw):
-    rs = pick(rows, **kw)
-    return rs[0] if rs else None
-
-
-def err(rs):
-    return [[r["median"] - r["min"] for r in rs], [r["max"] - r["median"] for r in rs]]
+    return benchjson.load(paths, "rpc")
 
 
 def transport(rows):

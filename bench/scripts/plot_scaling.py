@@ -12,28 +12,16 @@ compared on the same points. Writes scaling.png (time per empty epoch and memory
 against P) unless --no-plot. Exit status 2 when matplotlib is missing and a plot was asked for.
 """
 import argparse
-import json
 import math
 import os
 import sys
 from collections import defaultdict
 
+import benchjson  # bench/scripts/benchjson.py: the shared JSON-lines loader
+
 
 def load(paths):
-    rows = []
-    for path in paths:
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if r.get("bench") == "scaling" and r.get("system") == "am":
-                    rows.append(r)
-    return rows
+    return [r for r in benchjson.load(paths, "scaling") if r.get("system") == "am"]
 
 
 def index(rows):

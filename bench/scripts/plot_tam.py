@@ -17,9 +17,10 @@ scale. Lines that are not JSON objects with "bench": "tam" are ignored. Exit sta
 figure named by --expect has no data or its PNG was not written; 2 when matplotlib is missing.
 """
 import argparse
-import json
 import os
 import sys
+
+import benchjson  # bench/scripts/benchjson.py: the shared JSON-lines loader
 
 PROGRAMS = ["mmt", "qs", "dtw", "paraffins", "wavefront", "ss"]
 MARKER = {"mmt": "o", "qs": "s", "dtw": "^", "paraffins": "D", "wavefront": "v", "ss": "P"}
@@ -29,20 +30,7 @@ FIGURES = ["4way", "direct"]
 
 
 def load(paths):
-    rows = []
-    for path in paths:
-        with (sys.stdin if path == "-" else open(path)) as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(r, dict) and r.get("bench") == "tam":
-                    rows.append(r)
-    return rows
+    return benchjson.load(paths, "tam")
 
 
 def line(rows, **kw):

@@ -13,10 +13,12 @@ objects with "bench": "window" are ignored. Exit status 1 when a figure named by
 no data or its PNG was not written; 2 when matplotlib is missing (and PNGs were asked for).
 """
 import argparse
-import json
 import os
 import sys
 from collections import defaultdict
+
+import benchjson  # bench/scripts/benchjson.py: the shared JSON-lines loader
+from benchjson import err
 
 FIGURES = ["3a", "3b", "3c", "3d", "4", "5", "6", "7"]
 BASELINES = ["mpi_rma", "mpi_twosided"]
@@ -24,20 +26,7 @@ STYLE = {"mpi_rma": ("tab:red", "--"), "mpi_twosided": ("tab:purple", ":")}
 
 
 def load(paths):
-    rows = []
-    for path in paths:
-        with (sys.stdin if path == "-" else open(path)) as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if r.get("bench") == "window":
-                    rows.append(r)
-    return rows
+    return benchjson.load(paths, "window")
 
 
 def by_fig(rows):
@@ -55,10 +44,6 @@ def am_rows(rows, **kw):
 
 def base(rows, system, **kw):
     return [r for r in rows if r["system"] == system and all(r.get(k) == v for k, v in kw.items())]
-
-
-def err(rs):
-    return [[r["median"] - r["min"] for r in rs], [r["max"] - r["median"] for r in rs]]
 
 
 def hlines(ax, rows, metric, note="median"):
