@@ -186,9 +186,10 @@ TEST_P(graph_bfs_threads, erdos_renyi) {
 
 // A thread count outside [1, 64], or above 1 on a single-threaded context, is refused by the
 // constructor (collectively) before any search.
-TEST_P(graph_bfs_threads, rejects_bad_thread_counts) {
-    if (GetParam().transport != am::transport_kind::threads)
-        GTEST_SKIP() << "one transport suffices";
+// Option checks do not depend on the transport: threads only.
+class graph_bfs_thread_options : public spmd_test {};
+
+TEST_P(graph_bfs_thread_options, rejects_bad_thread_counts) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const csr_graph g = am::graph::build_csr(ctx, kronecker(6, 4));
                   for (const int bad : {0, 65}) {
@@ -217,5 +218,8 @@ std::vector<am_test::spmd_param> thread_params() {
 }
 
 AM_INSTANTIATE(graph_bfs_threads, thread_params());
+AM_INSTANTIATE(graph_bfs_thread_options,
+               (std::vector<am_test::spmd_param>{{am::transport_kind::threads, 1},
+                                                 {am::transport_kind::threads, 2}}));
 
 }  // namespace
