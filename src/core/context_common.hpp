@@ -47,6 +47,13 @@ inline std::size_t context_impl::poll_locked() {
 }
 
 inline void context_impl::dispatch(int source, unsigned lane, std::byte* msg, const incoming& in) {
+    if (_trace.load(std::memory_order_relaxed) != nullptr) [[unlikely]]
+        return dispatch_traced(source, lane, msg, in);
+    dispatch_run(source, lane, msg, in);
+}
+
+inline void context_impl::dispatch_run(int source, unsigned lane, std::byte* msg,
+                                       const incoming& in) {
     AM_ASSERT(in.handler < _table.count() && _table.hot(in.handler).fn != nullptr,
               "a checked message names a registered handler");
     AM_ASSERT(in.kind != category::long_am ||
