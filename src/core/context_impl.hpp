@@ -192,10 +192,8 @@ class context_impl final : public transport::message_sink {
                                                       std::size_t len);
     [[gnu::always_inline]] inline void dispatch(int source, unsigned lane, std::byte* msg,
                                                 const incoming& in);
-    [[gnu::always_inline]] inline void dispatch_run(int source, unsigned lane, std::byte* msg,
-                                                    const incoming& in);
-    [[gnu::cold, gnu::noinline]] void dispatch_traced(int source, unsigned lane, std::byte* msg,
-                                                      const incoming& in);
+    struct traced_sink;
+    [[gnu::cold, gnu::noinline]] std::size_t poll_traced();
     void trace_gather(const std::string& mine, const char* call);
     static void trace_chunk(void* obj, token& t, const std::uint64_t* args, std::byte* payload,
                             std::size_t len);

@@ -12,22 +12,45 @@
 
 namespace am::detail {
 
-// Out of line so that the untraced dispatch stays as it was: one test of `_trace` more.
-void context_impl::dispatch_traced(int source, unsigned lane, std::byte* msg, const incoming& in) {
-    tracer* t = trace();
-    const std::uint64_t start = trace_now();
-    struct at_end {  // records also a handler that throws
-        tracer* t;
-        std::uint64_t start;
-        std::uint32_t handler;
-        int source;
-        std::size_t bytes;
-        ~at_end() {
-            trace_record(t, trace_kind::handler, start, trace_now(), handler,
-                         static_cast<std::uint64_t>(source), bytes);
-        }
-    } end{t, start, in.handler, source, in.length};
-    dispatch_run(source, lane, msg, in);
+// The poll while tracing: each delivery goes through this sink, which times it and records a
+// handler run when the handler's counter moved (a rejected message runs nothing). The untraced
+// poll pays one test of `_trace` per poll and nothing per message.
+struct context_impl::traced_sink final : transport::message_sink {
+    context_impl& c;
+    tracer* t;
+    traced_sink(context_impl& ctx, tracer* tr) : c(ctx), t(tr) {}
+    void deliver(int source, unsigned lane, std::byte* msg, std::size_t len) override {
+        wire_header h{};
+        if (len >= sizeof h) std::memcpy(&h, msg, sizeof h);
+        if (h.handler >= c._table.count()) return c.deliver_inline(source, lane, msg, len);
+        handler_counters& ctr = c._table.counters(h.handler);
+        const std::uint64_t runs = ctr.received.load(std::memory_order_relaxed);
+        const std::uint64_t bytes = ctr.received_bytes.load(std::memory_order_relaxed);
+        const std::uint64_t start = trace_now();
+        struct at_end {  // records also a handler that throws
+            traced_sink& s;
+            handler_counters& ctr;
+            std::uint64_t runs, bytes, start;
+            std::uint32_t handler;
+            int source;
+            ~at_end() {
+                if (ctr.received.load(std::memory_order_relaxed) == runs) return;  // rejected
+                trace_record(s.t, trace_kind::handler, start, trace_now(), handler,
+                             static_cast<std::uint64_t>(source),
+                             ctr.received_bytes.load(std::memory_order_relaxed) - bytes);
+            }
+        } end{*this, ctr, runs, bytes, start, h.handler, source};
+        c.deliver_inline(source, lane, msg, len);
+    }
+};
+
+std::size_t context_impl::poll_traced() {
+    if (_pending_total.load(std::memory_order_relaxed) != 0) flush_pending();
+    traced_sink sink(*this, trace());
+    std::size_t n = _ring != nullptr ? _ring->poll_into(sink) : _tp.poll(sink);
+    if (_deferred_ready.load(std::memory_order_relaxed)) [[unlikely]]
+        n += run_deferred();
+    return n;
 }
 
 void context_impl::register_trace_handler() {

@@ -7,6 +7,7 @@
 #include <am/context.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -50,7 +51,11 @@ detail::rank_session::rank_session(transport::transport& tp, const config& cfg,
     _impl.register_trace_handler();
     _impl.seal_builtin();
     if (cfg.progress_thread) _impl.start_progress_thread();
-    if (!cfg.trace_path.empty()) _impl.trace_start(cfg.trace_path, "AM_TRACE");
+    // AM_TRACE applies to every run, also of programs that build their config in code (the
+    // benchmarks, am-graph500): it is a switch for whoever runs the program.
+    const char* env = std::getenv("AM_TRACE");
+    const std::string trace = !cfg.trace_path.empty() ? cfg.trace_path : env != nullptr ? env : "";
+    if (!trace.empty()) _impl.trace_start(trace, "AM_TRACE");
 }
 
 detail::rank_session::~rank_session() {
