@@ -179,6 +179,7 @@ class context_impl final : public transport::message_sink {
     void enqueue(const send_desc& d, std::size_t bytes, bool inline_long);
     void flush_pending();
     void count_sent(const send_desc& d) noexcept;
+    [[gnu::cold, gnu::noinline]] static void trace_sent(tracer* t, const send_desc& d) noexcept;
     [[gnu::noinline]] void poll_after_send();
     template <unsigned N, unsigned Lane>
     [[gnu::noinline]] void send_short_other(int dest, std::uint32_t handler,

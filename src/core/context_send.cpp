@@ -166,11 +166,14 @@ void context_impl::count_sent(const send_desc& d) noexcept {
     handler_counters& c = _table.counters(d.handler);
     bump(c.sent);
     bump(c.sent_bytes, d.len);
-    if (tracer* t = trace()) [[unlikely]] {
-        const std::uint64_t now = trace_now();
-        trace_record(t, trace_kind::send, now, now, d.handler, static_cast<std::uint64_t>(d.dest),
-                     d.len);
-    }
+    if (tracer* t = trace()) [[unlikely]]
+        trace_sent(t, d);
+}
+
+void context_impl::trace_sent(tracer* t, const send_desc& d) noexcept {
+    const std::uint64_t now = trace_now();
+    trace_record(t, trace_kind::send, now, now, d.handler, static_cast<std::uint64_t>(d.dest),
+                 d.len);
 }
 
 std::uint64_t context_impl::total_sent() const noexcept {
