@@ -121,78 +121,88 @@ handler_counts delta(const am::stats& before, const am::stats& after, bool sent)
     return d;
 }
 
+// Traffic before, inside and after the trace; every rank checks its events against its stats.
+void counts_match(am::context& ctx, const std::string& file) {
+    const int n = ctx.size(), me = ctx.rank();
+    am::counter pings(ctx), answers(ctx);
+    auto ping = ctx.handler([&](am::token&, std::uint32_t) { pings.add(); });
+    auto answer = ctx.handler([&](am::token&, std::span<const std::byte> p) {
+        EXPECT_EQ(p.size(), 10u);
+        answers.add();
+    });
+    auto ask = ctx.handler([&, answer](am::token& t) {
+        const std::vector<std::byte> ten(10);
+        t.reply(answer, am::bytes(ten));
+    });
+    std::uint64_t typed_got = 0;
+    am::message_type<item> type(ctx, [&](const item&) { ++typed_got; });
+    auto block = ctx.allocate<std::uint64_t>(4);
+    const auto blocks = ctx.exchange(block);
+    ctx.barrier();
+    auto traffic = [&](std::uint64_t round) {  // 2 pings, 1 ask per destination
+        for (int d = 0; d < n; ++d) {
+            for (std::uint32_t k = 0; k < 2; ++k) ctx.request(d, ping, k);
+            ctx.request(d, ask);
+        }
+        pings.wait(2 * static_cast<std::uint64_t>(n) * round);
+        answers.wait(static_cast<std::uint64_t>(n) * round);
+    };
+    traffic(1);  // before the trace: not in it
+    ctx.quiesce();
+    const am::stats before = ctx.stats();
+    ctx.trace_start(file);
+    traffic(2);
+    ctx.barrier();
+    const std::uint64_t words[2] = {1, 2};
+    std::uint64_t back[2] = {};
+    const int peer = (me + 1) % n;
+    ctx.put(blocks[static_cast<std::size_t>(peer)], words, 2);
+    ctx.get(back, blocks[static_cast<std::size_t>(peer)], 2);
+    {
+        am::epoch e(ctx);
+        for (int d = 0; d < n; ++d) type.send(item{1}, d);
+        e.end(0);
+    }
+    EXPECT_EQ(typed_got, static_cast<std::uint64_t>(n));
+    ctx.quiesce();
+    const am::stats after = ctx.stats();
+    ctx.trace_stop();
+    traffic(3);     // after the trace: not in it
+    ctx.barrier();  // rank 0 has written the file
+
+    const json::value doc = read_trace(file);
+    const rank_events ev = events_of(doc, me, n);
+    EXPECT_EQ(ev.runs, delta(before, after, false)) << "handler runs by handler";
+    EXPECT_EQ(ev.sends, delta(before, after, true)) << "sends by handler";
+    EXPECT_EQ(ev.total_sends, after.messages_sent - before.messages_sent);
+    EXPECT_GE(ev.runs.size(), 3u);  // ping, ask, answer (and the typed batches)
+    EXPECT_EQ(ev.by_name.count(after.handlers[ping.index].name), 1u)
+        << "handler events carry the handler's name";
+    EXPECT_EQ(ev.by_name.count("put"), 1u);
+    EXPECT_EQ(ev.by_name.count("get"), 1u);
+    EXPECT_GE(ev.waits.count("barrier"), 1u);
+    EXPECT_GE(ev.waits.count("quiesce"), 1u);
+    EXPECT_EQ(ev.waits.count("epoch end"), 1u);
+    ASSERT_EQ(ev.epochs.size(), 1u);
+    const json::value& epoch = *ev.epochs[0];
+    const auto rounds = static_cast<std::size_t>(epoch.at("args").at("rounds").num);
+    EXPECT_GE(rounds, 1u);
+    EXPECT_EQ(ev.rounds.size(), rounds) << "one event per detector round";
+    EXPECT_EQ(epoch.at("args").at("sent").num, static_cast<double>(n));
+    ctx.barrier();  // every rank has read the file
+    if (me == 0) std::filesystem::remove(file);
+}
+
 TEST_P(trace_counts, match_stats_between_start_and_stop) {
     const std::string file = path();
-    ASSERT_EQ(run([&](am::context& ctx) {
-                  const int n = ctx.size(), me = ctx.rank();
-                  am::counter pings(ctx), answers(ctx);
-                  auto ping = ctx.handler([&](am::token&, std::uint32_t) { pings.add(); });
-                  auto answer = ctx.handler([&](am::token&, std::span<const std::byte> p) {
-                      EXPECT_EQ(p.size(), 10u);
-                      answers.add();
-                  });
-                  auto ask = ctx.handler([&, answer](am::token& t) {
-                      const std::vector<std::byte> ten(10);
-                      t.reply(answer, am::bytes(ten));
-                  });
-                  std::uint64_t typed_got = 0;
-                  am::message_type<item> type(ctx, [&](const item&) { ++typed_got; });
-                  auto block = ctx.allocate<std::uint64_t>(4);
-                  const auto blocks = ctx.exchange(block);
-                  ctx.barrier();
-                  auto traffic = [&](std::uint64_t round) {  // 2 pings, 1 ask per destination
-                      for (int d = 0; d < n; ++d) {
-                          for (std::uint32_t k = 0; k < 2; ++k) ctx.request(d, ping, k);
-                          ctx.request(d, ask);
-                      }
-                      pings.wait(2 * static_cast<std::uint64_t>(n) * round);
-                      answers.wait(static_cast<std::uint64_t>(n) * round);
-                  };
-                  traffic(1);  // before the trace: not in it
-                  ctx.quiesce();
-                  const am::stats before = ctx.stats();
-                  ctx.trace_start(file);
-                  traffic(2);
-                  ctx.barrier();
-                  const std::uint64_t words[2] = {1, 2};
-                  std::uint64_t back[2] = {};
-                  const int peer = (me + 1) % n;
-                  ctx.put(blocks[static_cast<std::size_t>(peer)], words, 2);
-                  ctx.get(back, blocks[static_cast<std::size_t>(peer)], 2);
-                  {
-                      am::epoch e(ctx);
-                      for (int d = 0; d < n; ++d) type.send(item{1}, d);
-                      e.end(0);
-                  }
-                  EXPECT_EQ(typed_got, static_cast<std::uint64_t>(n));
-                  ctx.quiesce();
-                  const am::stats after = ctx.stats();
-                  ctx.trace_stop();
-                  traffic(3);     // after the trace: not in it
-                  ctx.barrier();  // rank 0 has written the file
+    ASSERT_EQ(run([&](am::context& ctx) { counts_match(ctx, file); }), 0);
+}
 
-                  const json::value doc = read_trace(file);
-                  const rank_events ev = events_of(doc, me, n);
-                  EXPECT_EQ(ev.runs, delta(before, after, false)) << "handler runs by handler";
-                  EXPECT_EQ(ev.sends, delta(before, after, true)) << "sends by handler";
-                  EXPECT_EQ(ev.total_sends, after.messages_sent - before.messages_sent);
-                  EXPECT_GE(ev.runs.size(), 3u);  // ping, ask, answer (and the typed batches)
-                  EXPECT_EQ(ev.by_name.count(after.handlers[ping.index].name), 1u)
-                      << "handler events carry the handler's name";
-                  EXPECT_EQ(ev.by_name.count("put"), 1u);
-                  EXPECT_EQ(ev.by_name.count("get"), 1u);
-                  EXPECT_GE(ev.waits.count("barrier"), 1u);
-                  EXPECT_GE(ev.waits.count("quiesce"), 1u);
-                  EXPECT_EQ(ev.waits.count("epoch end"), 1u);
-                  ASSERT_EQ(ev.epochs.size(), 1u);
-                  const json::value& epoch = *ev.epochs[0];
-                  const auto rounds = static_cast<std::size_t>(epoch.at("args").at("rounds").num);
-                  EXPECT_GE(rounds, 1u);
-                  EXPECT_EQ(ev.rounds.size(), rounds) << "one event per detector round";
-                  EXPECT_EQ(epoch.at("args").at("sent").num, static_cast<double>(n));
-                  ctx.barrier();  // every rank has read the file
-                  if (me == 0) std::filesystem::remove(file);
-              }),
+// With a progress thread, handlers run on it: a second track per rank, the same counts.
+TEST_P(trace_counts, match_stats_with_progress_thread) {
+    const std::string file = path();
+    ASSERT_EQ(run([&](am::context& ctx) { counts_match(ctx, file); },
+                  [](am::config& c) { c.progress_thread = true; }),
               0);
 }
 
