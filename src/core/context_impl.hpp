@@ -272,7 +272,9 @@ class context_impl final : public transport::message_sink {
     std::uint32_t _trace_handler = ~0u;
     std::uint64_t _trace_base = 0;          // rank 0's trace_now() at trace_start: the file's zero
     std::vector<std::string> _trace_inbox;  // rank 0 during trace_stop: every rank's text
-    std::vector<std::uint64_t> _trace_got;  // bytes of it arrived
+    // Bytes of it arrived: written by the handler (maybe on the progress thread), read by the
+    // waiting rank thread (release / acquire: the text is complete when the count says so).
+    std::unique_ptr<std::atomic<std::uint64_t>[]> _trace_got;
 
     std::uint64_t _header_base;  // this rank in the header's source field
     std::atomic<std::uint64_t> _replies{0}, _stalls{0}, _queued{0}, _bad{0};

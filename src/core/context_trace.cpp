@@ -67,7 +67,7 @@ void context_impl::trace_chunk(void* obj, token& t, const std::uint64_t* args, s
     std::string& text = self->_trace_inbox[src];
     if (text.size() < args[0] + len) text.resize(args[0] + len);
     std::memcpy(text.data() + args[0], payload, len);
-    self->_trace_got[src] += len;
+    self->_trace_got[src].fetch_add(len, std::memory_order_release);
 }
 
 void context_impl::trace_start(std::string_view path, const char* call) {
@@ -138,7 +138,8 @@ void context_impl::trace_stop(const char* call) {
 void context_impl::trace_gather(const std::string& mine, const char* call) {
     if (_rank == 0) {  // before the collective: pieces may arrive while it polls
         _trace_inbox.assign(static_cast<std::size_t>(_size), std::string());
-        _trace_got.assign(static_cast<std::size_t>(_size), 0);
+        _trace_got =
+            std::make_unique<std::atomic<std::uint64_t>[]>(static_cast<std::size_t>(_size));
     }
     const std::uint64_t size = mine.size();
     std::vector<std::uint64_t> sizes(static_cast<std::size_t>(_size));
@@ -161,10 +162,10 @@ void context_impl::trace_gather(const std::string& mine, const char* call) {
         return;
     }
     _trace_inbox[0] = mine;
-    _trace_got[0] = size;
+    _trace_got[0].store(size, std::memory_order_relaxed);
     unsigned backoff = 0;
     for (std::size_t r = 1; r < sizes.size(); ++r) {
-        while (_trace_got[r] < sizes[r]) {
+        while (_trace_got[r].load(std::memory_order_acquire) < sizes[r]) {
             if (poll() != 0) {
                 backoff = 0;
             } else {
