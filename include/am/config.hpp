@@ -79,6 +79,12 @@ struct config {
     /// Print per-rank statistics to stderr when the rank finishes (`AM_STATS=1`), with a line
     /// per typed-message epoch.
     bool print_stats = false;
+    /// Write a trace of the whole run to this file (`AM_TRACE=path`; empty: no trace): the
+    /// Chrome/Perfetto trace-event format, one track per rank and thread, written by rank 0
+    /// when the job ends (docs/observability.md). Same as `context::trace_start` at the start
+    /// and `trace_stop` at the end. When empty, am::run still reads `AM_TRACE` itself, also for
+    /// a config built in code.
+    std::string trace_path;
     /// Let several threads of a rank send and poll at once (`AM_THREAD_MULTIPLE=1`, default
     /// off): the core then serialises its own state internally, as with `progress_thread`, and
     /// coalescing layers keep one buffer set per sending thread. Costs a lock per core send.

@@ -16,6 +16,7 @@
 #include <am/handler.hpp>
 #include <am/message.hpp>
 #include <am/stats.hpp>
+#include <am/trace.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -344,6 +345,24 @@ class context {
     /// A snapshot of this rank's counters.
     [[nodiscard]] am::stats stats() const;
 
+    /// Collective: starts recording a trace of this rank (handler runs, sends, waits and their
+    /// cause, epochs and their detector rounds, RMA operations) for `trace_stop` to write to
+    /// `path` in the Chrome/Perfetto trace-event format (docs/observability.md). Every rank
+    /// passes the same path; rank 0 opens it for writing here, so an unwritable path raises
+    /// `am::error` (errc::invalid_argument) on every rank naming the call, rank 0 and the path.
+    /// Returns once every rank records, so a message sent after the call is traced where it
+    /// runs. Tracing already on (e.g. `AM_TRACE`) raises errc::bad_context. Call it from the rank's
+    /// own thread, outside handlers; records go to one buffer per thread that records
+    /// (the rank's thread, its progress thread, other threads under thread_multiple).
+    void trace_start(std::string_view path);
+    /// Collective: stops recording and writes the trace: every rank's records travel to rank
+    /// 0 as messages of the library's handler "am::trace::chunk" (any transport, no shared file
+    /// system needed), and rank 0 writes one file with a track per rank and thread. Events end
+    /// at this call. Call it from the rank's own thread, outside handlers, while no other
+    /// thread of the rank is inside a call of the library (the progress thread may be).
+    /// Nothing happens when tracing is off. With `AM_TRACE`, am::run calls it at the end.
+    void trace_stop();
+
     /// Brings the whole job down: every rank stops with an error that carries `reason`.
     [[noreturn]] void abort(std::string_view reason);
 
@@ -550,6 +569,8 @@ class context {
     }
 
     detail::context_impl* _impl;
+    // Non-null while tracing: the layers' event sites test it (relaxed: a plain load).
+    std::atomic<detail::tracer*> _trace{nullptr};
 };
 
 namespace detail {
@@ -557,6 +578,12 @@ namespace detail {
 /// headers, the runtime, tests), never for programs. Layers use src/core/include/am/core/layer.hpp.
 struct access {
     static context_impl* impl(const context& c) noexcept { return c._impl; }
+    static tracer* trace(const context& c) noexcept {
+        return c._trace.load(std::memory_order_relaxed);
+    }
+    static void set_trace(context& c, tracer* t) noexcept {
+        c._trace.store(t, std::memory_order_relaxed);
+    }
 };
 }  // namespace detail
 

@@ -380,6 +380,16 @@ am_status_t am_barrier(am_context_t* ctx) noexcept {
     return guarded(ctx, "am_barrier", [&] { ctx->cxx->barrier(); });
 }
 
+am_status_t am_trace_start(am_context_t* ctx, const char* path) noexcept {
+    if (ctx == nullptr || path == nullptr) return AM_ERR_INVALID_ARGUMENT;
+    return guarded(ctx, "am_trace_start", [&] { ctx->cxx->trace_start(path); });
+}
+
+am_status_t am_trace_stop(am_context_t* ctx) noexcept {
+    if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
+    return guarded(ctx, "am_trace_stop", [&] { ctx->cxx->trace_stop(); });
+}
+
 am_status_t am_request_short(am_context_t* ctx, int dest, am_handler_t h, const uint64_t* args,
                              unsigned nargs) noexcept {
     c_send s = request("am_request_short", ctx, dest, category::short_am, h);

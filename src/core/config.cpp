@@ -118,6 +118,7 @@ config config::from_env() {
         c.progress_thread = parse_bool("AM_PROGRESS_THREAD", v);
     }
     if (const char* v = std::getenv("AM_STATS")) c.print_stats = parse_bool("AM_STATS", v);
+    if (const char* v = std::getenv("AM_TRACE")) c.trace_path = v;
     if (const char* v = std::getenv("AM_RMA")) {
         const std::string t = v;
         if (t == "auto") {

@@ -107,6 +107,12 @@ void context::quiesce() {
 am::stats context::stats() const {
     return _impl->snapshot();
 }
+void context::trace_start(std::string_view path) {
+    _impl->trace_start(path, "am::context::trace_start");
+}
+void context::trace_stop() {
+    _impl->trace_stop("am::context::trace_stop");
+}
 
 void context::abort(std::string_view reason) {
     const std::string why =

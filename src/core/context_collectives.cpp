@@ -20,6 +20,8 @@ void context_impl::barrier() {
     if (in_handler()) {
         fail(errc::bad_context, "am::context::barrier", _rank, "called from a handler");
     }
+    const trace_span span(trace(), trace_kind::wait,
+                          static_cast<std::uint32_t>(trace_cause::barrier));
     check_tables();
 }
 
@@ -139,6 +141,8 @@ void context_impl::quiesce(transport::coll kind) {
     std::uint64_t last_sent = ~0ull, last_received = ~0ull;
     std::vector<counts> all(static_cast<std::size_t>(_size));
     const auto start = std::chrono::steady_clock::now();
+    const trace_span span(trace(), trace_kind::wait,
+                          static_cast<std::uint32_t>(trace_cause::quiesce));
     bool reported = false;
     for (;;) {
         if (!reported && _pending_report && _pending_report_seconds > 0 &&

@@ -12,6 +12,7 @@
 #include "../transport/transport.hpp"
 #include "handler_table.hpp"
 #include "incoming.hpp"
+#include "trace.hpp"
 #include "wire.hpp"
 
 #include <am/context.hpp>
@@ -20,9 +21,11 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -155,6 +158,14 @@ class context_impl final : public transport::message_sink {
     void start_progress_thread();
     void stop_progress_thread() noexcept;
 
+    /// Tracing (context::trace_start / trace_stop, AM_TRACE): collective, the rank's own
+    /// thread. `register_trace_handler` adds the library handler that carries the records to
+    /// rank 0 (am::run calls it with the other library handlers, before seal_builtin).
+    void register_trace_handler();
+    void trace_start(std::string_view path, const char* call);
+    void trace_stop(const char* call);
+    [[nodiscard]] tracer* trace() const noexcept { return _trace.load(std::memory_order_relaxed); }
+
   private:
     struct pending_msg {
         std::vector<std::byte> bytes;
@@ -168,6 +179,7 @@ class context_impl final : public transport::message_sink {
     void enqueue(const send_desc& d, std::size_t bytes, bool inline_long);
     void flush_pending();
     void count_sent(const send_desc& d) noexcept;
+    [[gnu::cold, gnu::noinline]] static void trace_sent(tracer* t, const send_desc& d) noexcept;
     [[gnu::noinline]] void poll_after_send();
     template <unsigned N, unsigned Lane>
     [[gnu::noinline]] void send_short_other(int dest, std::uint32_t handler,
@@ -181,6 +193,11 @@ class context_impl final : public transport::message_sink {
                                                       std::size_t len);
     [[gnu::always_inline]] inline void dispatch(int source, unsigned lane, std::byte* msg,
                                                 const incoming& in);
+    struct traced_sink;
+    [[gnu::cold, gnu::noinline]] std::size_t poll_traced();
+    void trace_gather(const std::string& mine, const char* call);
+    static void trace_chunk(void* obj, token& t, const std::uint64_t* args, std::byte* payload,
+                            std::size_t len);
     void check_tables();
     void check_thread_slow(const char* call) const;
     [[noreturn]] void report_mismatch(std::uint32_t max_count);
@@ -245,6 +262,19 @@ class context_impl final : public transport::message_sink {
     };
     std::array<layer_slot, core::max_layers> _layers{};
     unsigned _nlayers = 0;
+
+    // Tracing: null when off, so each event site costs one load and a predicted branch. The
+    // short-send hot path tests nothing: while tracing, `_slow_path` sends it the general way.
+    std::atomic<tracer*> _trace{nullptr};
+    std::unique_ptr<tracer> _trace_owner;  // kept after stop until the next start
+    std::FILE* _trace_file = nullptr;      // rank 0: opened by trace_start, written by stop
+    std::string _trace_path;
+    std::uint32_t _trace_handler = ~0u;
+    std::uint64_t _trace_base = 0;          // rank 0's trace_now() at trace_start: the file's zero
+    std::vector<std::string> _trace_inbox;  // rank 0 during trace_stop: every rank's text
+    // Bytes of it arrived: written by the handler (maybe on the progress thread), read by the
+    // waiting rank thread (release / acquire: the text is complete when the count says so).
+    std::unique_ptr<std::atomic<std::uint64_t>[]> _trace_got;
 
     std::uint64_t _header_base;  // this rank in the header's source field
     std::atomic<std::uint64_t> _replies{0}, _stalls{0}, _queued{0}, _bad{0};

@@ -120,7 +120,9 @@ bool context_impl::try_inject(const send_desc& d, std::size_t bytes, bool inline
 }
 
 void context_impl::update_slow_path() noexcept {
-    const std::uint64_t off = _fast ? 0 : std::uint64_t{1} << 62;
+    // Bit 62: no fast path; bit 61: tracing (the general path records the send).
+    const std::uint64_t off =
+        (_fast ? 0 : std::uint64_t{1} << 62) | (trace() != nullptr ? std::uint64_t{1} << 61 : 0);
     _slow_path.store(off | _pending_total.load(std::memory_order_relaxed),
                      std::memory_order_relaxed);
 }
@@ -164,6 +166,14 @@ void context_impl::count_sent(const send_desc& d) noexcept {
     handler_counters& c = _table.counters(d.handler);
     bump(c.sent);
     bump(c.sent_bytes, d.len);
+    if (tracer* t = trace()) [[unlikely]]
+        trace_sent(t, d);
+}
+
+void context_impl::trace_sent(tracer* t, const send_desc& d) noexcept {
+    const std::uint64_t now = trace_now();
+    trace_record(t, trace_kind::send, now, now, d.handler, static_cast<std::uint64_t>(d.dest),
+                 d.len);
 }
 
 std::uint64_t context_impl::total_sent() const noexcept {
@@ -204,6 +214,9 @@ void context_impl::send(const send_desc& d, bool reply) {
         }
     }
     unsigned backoff = 0;
+    const trace_span span(trace(), trace_kind::wait,
+                          static_cast<std::uint32_t>(trace_cause::credits),
+                          static_cast<std::uint64_t>(d.dest));
     for (;;) {  // the rank's own thread waits for room, handling what arrives meanwhile
         if (poll() != 0) {
             backoff = 0;

@@ -250,6 +250,8 @@ std::uint64_t rma_layer::check_flag(counter* flag, int target, const char* call)
 
 void rma_layer::put(const rma_shape& s, counter* flag, counter* done, const char* call) {
     check(s, call);
+    const detail::trace_span span(core::tracer(_ctx), detail::trace_kind::put, 0,
+                                  static_cast<std::uint64_t>(s.rank), s.width * s.rows);
     const bool blocking = flag == nullptr && done == nullptr;
     if (blocking) core::check_wait(_ctx, call);
     const std::uint64_t flagword = check_flag(flag, s.rank, call);
@@ -272,11 +274,16 @@ void rma_layer::put(const rma_shape& s, counter* flag, counter* done, const char
     }
     counter arrived(_ctx, unregistered_t{});
     put_am(s, 0, &arrived);
+    const detail::trace_span waiting(core::tracer(_ctx), detail::trace_kind::wait,
+                                     static_cast<std::uint32_t>(detail::trace_cause::reply),
+                                     static_cast<std::uint64_t>(s.rank));
     arrived.wait(1);
 }
 
 void rma_layer::get(const rma_shape& s, counter* flag, const char* call) {
     check(s, call);
+    const detail::trace_span span(core::tracer(_ctx), detail::trace_kind::get, 0,
+                                  static_cast<std::uint64_t>(s.rank), s.width * s.rows);
     if (flag == nullptr) core::check_wait(_ctx, call);
     check_sends(!direct(s.rank), call);
     if (direct(s.rank)) {
@@ -290,6 +297,9 @@ void rma_layer::get(const rma_shape& s, counter* flag, const char* call) {
     }
     counter arrived(_ctx, unregistered_t{});
     get_am(s, &arrived);
+    const detail::trace_span waiting(core::tracer(_ctx), detail::trace_kind::wait,
+                                     static_cast<std::uint32_t>(detail::trace_cause::reply),
+                                     static_cast<std::uint64_t>(s.rank));
     arrived.wait(1);
 }
 

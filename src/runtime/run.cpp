@@ -7,6 +7,7 @@
 #include <am/context.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -47,8 +48,14 @@ detail::rank_session::rank_session(transport::transport& tp, const config& cfg,
     : _tp(tp), _print_stats(cfg.print_stats), _impl(tp, cfg), _layers(_impl.front(), cfg, extra) {
     // The layers registered their handlers above, before any message can be dispatched here
     // (no poll has run, no progress thread yet).
+    _impl.register_trace_handler();
     _impl.seal_builtin();
     if (cfg.progress_thread) _impl.start_progress_thread();
+    // AM_TRACE applies to every run, also of programs that build their config in code (the
+    // benchmarks, am-graph500): it is a switch for whoever runs the program.
+    const char* env = std::getenv("AM_TRACE");
+    const std::string trace = !cfg.trace_path.empty() ? cfg.trace_path : env != nullptr ? env : "";
+    if (!trace.empty()) _impl.trace_start(trace, "AM_TRACE");
 }
 
 detail::rank_session::~rank_session() {
@@ -57,6 +64,10 @@ detail::rank_session::~rank_session() {
 
 void detail::rank_session::finish() {
     _impl.quiesce(transport::coll::end_of_run);
+    if (_impl.trace() != nullptr) {  // AM_TRACE, or a trace_start without its stop
+        _impl.trace_stop("am::run (AM_TRACE)");
+        _impl.quiesce(transport::coll::end_of_run);  // the trace's own messages
+    }
     _impl.stop_progress_thread();
     if (_print_stats) {
         std::fputs((_impl.snapshot().to_string() + _layers.report()).c_str(), stderr);

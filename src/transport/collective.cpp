@@ -60,6 +60,8 @@ const char* to_string(coll kind) noexcept {
             return "am::run";
         case coll::start_of_run:
             return "the start of am::run";
+        case coll::trace:
+            return "am::context::trace_start / trace_stop";
     }
     return "an unknown collective";
 }

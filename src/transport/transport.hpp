@@ -43,6 +43,7 @@ enum class coll : std::uint8_t {
     quiesce,           // am::context::quiesce
     end_of_run,        // am::run: the quiescence after the rank function returned
     start_of_run,      // am::run: a launched rank joins the others (shm under amrun)
+    trace,             // am::context::trace_start / trace_stop (AM_TRACE)
 };
 
 /// The call a collective kind belongs to, as the program sees it.

@@ -35,6 +35,8 @@ void typed_layer::begin(const epoch_options& opt) {
     ++_epoch;
     _depth = opt.depth;
     _began = std::chrono::steady_clock::now();
+    if (core::tracer(_ctx) != nullptr) [[unlikely]]
+        _trace_began = detail::trace_now();
     _begin_totals = read_totals(slot_of(make_tag(_epoch, 0)));
     const std::uint64_t tag = make_tag(_epoch, 0);
     hot.tag = tag;
@@ -206,10 +208,18 @@ std::uint64_t typed_layer::end(std::uint64_t value, epoch_stats& out) {
         check_timeout(w);
         return progress();
     };
+    detail::tracer* const trace = core::tracer(_ctx);
     try {
+        const detail::trace_span waiting(
+            trace, detail::trace_kind::wait,
+            static_cast<std::uint32_t>(detail::trace_cause::epoch_end));
         for (;;) {
             const std::size_t n = contribution(slot, value, words, w);
-            core::allreduce_sum(_ctx, core::collective::epoch_end, words, sum, n, idle, call);
+            {
+                const detail::trace_span round(trace, detail::trace_kind::round,
+                                               static_cast<std::uint32_t>(_epoch), w.waves + 1);
+                core::allreduce_sum(_ctx, core::collective::epoch_end, words, sum, n, idle, call);
+            }
             ++w.waves;
             if (detect(sum, n, w)) break;
             check_timeout(w);
@@ -222,6 +232,11 @@ std::uint64_t typed_layer::end(std::uint64_t value, epoch_stats& out) {
     }
     out.waves = w.waves;
     record_end(slot, out);
+    if (trace != nullptr && _trace_began != 0) [[unlikely]] {
+        detail::trace_record(trace, detail::trace_kind::epoch, _trace_began, detail::trace_now(),
+                             static_cast<std::uint32_t>(_epoch), w.waves, out.messages_sent);
+    }
+    _trace_began = 0;
     hot.tag = no_epoch_tag;
     _open_tag.store(no_epoch_tag, std::memory_order_release);
     _ending = false;

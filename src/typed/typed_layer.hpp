@@ -147,8 +147,9 @@ class typed_layer final : public core::layer {
     int _depth = -1;
     bool _ending = false;
     std::chrono::steady_clock::time_point _began, _end_began;
-    totals _base[2];       // the slot's totals when its previous epoch ended here
-    totals _begin_totals;  // dedup and combined counts at begin
+    std::uint64_t _trace_began = 0;  // trace_now() at begin while tracing
+    totals _base[2];                 // the slot's totals when its previous epoch ended here
+    totals _begin_totals;            // dedup and combined counts at begin
     std::vector<epoch_stats> _history;
     std::uint64_t _history_dropped = 0;
 

@@ -159,6 +159,14 @@ void allreduce_sum(context& ctx, collective kind, const std::uint64_t* in, std::
 [[nodiscard]] bool job_failed(const context& ctx) noexcept;
 [[nodiscard]] std::string failure_reason(const context& ctx);
 
+// ------------------------------------------------------------------------------------ tracing
+
+/// The rank's tracer while tracing is on, else null: an event site tests it (one load and a
+/// well-predicted branch when off) and records with detail::trace_record / trace_span.
+[[nodiscard]] inline detail::tracer* tracer(const context& ctx) noexcept {
+    return detail::access::trace(ctx);
+}
+
 }  // namespace am::core
 
 namespace am::detail {
