@@ -52,7 +52,7 @@ class trace_span {
     }
     ~trace_span() {
         if (_t != nullptr) [[unlikely]]
-            trace_record(_t, _k, _start, trace_now(), _a, _b, _c);
+            finish();
     }
     trace_span(const trace_span&) = delete;
     trace_span& operator=(const trace_span&) = delete;
@@ -60,6 +60,10 @@ class trace_span {
     void set(std::uint64_t b, std::uint64_t c) noexcept { _b = b, _c = c; }
 
   private:
+    // Records the event: out of line, so that a span costs its callers no inlining budget
+    // (a span in a send path once cost that path the inlining of the ring's commit).
+    [[gnu::cold, gnu::noinline]] void finish() noexcept;
+
     tracer* _t;
     trace_kind _k;
     std::uint32_t _a;

@@ -38,10 +38,10 @@ using util::fail;
 // A poll under the locks the caller holds: in every part that polls (dispatch, and sends that
 // make progress), so that the ring scan inlines into each.
 inline std::size_t context_impl::poll_locked() {
-    // Tracing: one test per poll, none per message (the traced poll wraps each delivery).
-    if (_trace.load(std::memory_order_relaxed) != nullptr) [[unlikely]]
-        return poll_traced();
-    if (_pending_total.load(std::memory_order_relaxed) != 0) flush_pending();
+    // One test per poll for both queued messages and tracing (none per message: the traced
+    // poll wraps each delivery); an untraced poll pays nothing for tracing.
+    if (_poll_slow.load(std::memory_order_relaxed)) [[unlikely]]
+        return poll_slow();
     // The ring transport is called directly so its scan inlines.
     std::size_t n = _ring != nullptr ? _ring->poll_into(*this) : _tp.poll(*this);
     if (_deferred_ready.load(std::memory_order_relaxed)) [[unlikely]]

@@ -4,6 +4,8 @@
 #include "context_common.hpp"
 
 #include "../util/assert.hpp"
+#include "../util/backoff.hpp"
+#include "../util/maybe_lock.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -17,6 +19,37 @@ std::size_t context_impl::run_deferred() {
     std::size_t n = 0;
     for (const auto& fn : _deferred_fns) n += fn();
     return n;
+}
+
+std::size_t context_impl::poll_slow() {
+    if (_trace.load(std::memory_order_relaxed) != nullptr) return poll_traced();
+    if (_pending_total.load(std::memory_order_relaxed) != 0) flush_pending();
+    std::size_t n = _ring != nullptr ? _ring->poll_into(*this) : _tp.poll(*this);
+    if (_deferred_ready.load(std::memory_order_relaxed)) [[unlikely]]
+        n += run_deferred();
+    return n;
+}
+
+// A send from the rank's own thread that found no room: it waits for room, handling what
+// arrives meanwhile (traced as a wait for credits). Out of line and in this file so that the
+// send path's file keeps its inlining budget for the rings' reserve and commit.
+void context_impl::send_blocked(const send_desc& d, std::size_t bytes, bool inline_long) {
+    unsigned backoff = 0;
+    const trace_span span(trace(), trace_kind::wait,
+                          static_cast<std::uint32_t>(trace_cause::credits),
+                          static_cast<std::uint64_t>(d.dest));
+    for (;;) {
+        if (poll() != 0) {
+            backoff = 0;
+        } else {
+            util::backoff(backoff, _tp.spin_limit());
+        }
+        util::maybe_lock lock(_send_mutex, _locking);
+        if (try_inject(d, bytes, inline_long)) {
+            count_sent(d);
+            return;
+        }
+    }
 }
 
 void context_impl::poll_after_send() {

@@ -176,10 +176,11 @@ class context_impl final : public transport::message_sink {
     void write_message(std::byte* out, const send_desc& d, bool inline_long) const noexcept;
     [[nodiscard]] bool copy_long_payload(const send_desc& d) const;
     bool try_inject(const send_desc& d, std::size_t bytes, bool inline_long);
+    [[gnu::noinline]] void send_blocked(const send_desc& d, std::size_t bytes, bool inline_long);
     void enqueue(const send_desc& d, std::size_t bytes, bool inline_long);
     void flush_pending();
     void count_sent(const send_desc& d) noexcept;
-    [[gnu::cold, gnu::noinline]] static void trace_sent(tracer* t, const send_desc& d) noexcept;
+    [[gnu::cold, gnu::noinline]] void trace_sent(const send_desc& d) const noexcept;
     [[gnu::noinline]] void poll_after_send();
     template <unsigned N, unsigned Lane>
     [[gnu::noinline]] void send_short_other(int dest, std::uint32_t handler,
@@ -195,6 +196,9 @@ class context_impl final : public transport::message_sink {
                                                 const incoming& in);
     struct traced_sink;
     [[gnu::cold, gnu::noinline]] std::size_t poll_traced();
+    // poll_locked when `_poll_slow`: flushes queued messages or polls traced. Out of line, so
+    // the poll inlined into every send path stays one test and one call as without tracing.
+    [[gnu::noinline]] std::size_t poll_slow();
     void trace_gather(const std::string& mine, const char* call);
     static void trace_chunk(void* obj, token& t, const std::uint64_t* args, std::byte* payload,
                             std::size_t len);
@@ -233,6 +237,10 @@ class context_impl final : public transport::message_sink {
     // Non-zero when a short send must take the general path: messages are queued (their count)
     // or the fast path is off (bit 62). One load on the hot path instead of two.
     std::atomic<std::uint64_t> _slow_path{0};
+    // True when a poll has more to do than scan the rings: messages are queued (flush them
+    // first) or tracing is on (the traced poll). One test per poll covers both, so tracing
+    // adds no instruction to an untraced poll.
+    std::atomic<bool> _poll_slow{false};
     void update_slow_path() noexcept;
 
     bool _locking = false;  // true while a progress thread shares the context

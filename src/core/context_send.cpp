@@ -4,7 +4,6 @@
 #include "context_common.hpp"
 
 #include "../util/assert.hpp"
-#include "../util/backoff.hpp"
 #include "../util/maybe_lock.hpp"
 
 #include <cstring>
@@ -123,8 +122,9 @@ void context_impl::update_slow_path() noexcept {
     // Bit 62: no fast path; bit 61: tracing (the general path records the send).
     const std::uint64_t off =
         (_fast ? 0 : std::uint64_t{1} << 62) | (trace() != nullptr ? std::uint64_t{1} << 61 : 0);
-    _slow_path.store(off | _pending_total.load(std::memory_order_relaxed),
-                     std::memory_order_relaxed);
+    const std::uint64_t pending = _pending_total.load(std::memory_order_relaxed);
+    _slow_path.store(off | pending, std::memory_order_relaxed);
+    _poll_slow.store(pending != 0 || trace() != nullptr, std::memory_order_relaxed);
 }
 
 void context_impl::enqueue(const send_desc& d, std::size_t bytes, bool inline_long) {
@@ -166,14 +166,9 @@ void context_impl::count_sent(const send_desc& d) noexcept {
     handler_counters& c = _table.counters(d.handler);
     bump(c.sent);
     bump(c.sent_bytes, d.len);
-    if (tracer* t = trace()) [[unlikely]]
-        trace_sent(t, d);
-}
-
-void context_impl::trace_sent(tracer* t, const send_desc& d) noexcept {
-    const std::uint64_t now = trace_now();
-    trace_record(t, trace_kind::send, now, now, d.handler, static_cast<std::uint64_t>(d.dest),
-                 d.len);
+    // Tracing: one test per send; the record is made out of line (context_trace.cpp).
+    if (_trace.load(std::memory_order_relaxed) != nullptr) [[unlikely]]
+        trace_sent(d);
 }
 
 std::uint64_t context_impl::total_sent() const noexcept {
@@ -213,22 +208,7 @@ void context_impl::send(const send_desc& d, bool reply) {
             return;
         }
     }
-    unsigned backoff = 0;
-    const trace_span span(trace(), trace_kind::wait,
-                          static_cast<std::uint32_t>(trace_cause::credits),
-                          static_cast<std::uint64_t>(d.dest));
-    for (;;) {  // the rank's own thread waits for room, handling what arrives meanwhile
-        if (poll() != 0) {
-            backoff = 0;
-        } else {
-            util::backoff(backoff, _tp.spin_limit());
-        }
-        maybe_lock lock(_send_mutex, _locking);
-        if (try_inject(d, bytes, inline_long)) {
-            count_sent(d);
-            return;
-        }
-    }
+    send_blocked(d, bytes, inline_long);
 }
 
 // The short-message fast path on a transport other than the rings (mpi): send_short's checks

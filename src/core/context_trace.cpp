@@ -44,6 +44,14 @@ struct context_impl::traced_sink final : transport::message_sink {
     }
 };
 
+void context_impl::trace_sent(const send_desc& d) const noexcept {
+    tracer* t = trace();
+    if (t == nullptr) return;  // re-read: the hot path keeps no register for the pointer
+    const std::uint64_t now = trace_now();
+    trace_record(t, trace_kind::send, now, now, d.handler, static_cast<std::uint64_t>(d.dest),
+                 d.len);
+}
+
 std::size_t context_impl::poll_traced() {
     if (_pending_total.load(std::memory_order_relaxed) != 0) flush_pending();
     traced_sink sink(*this, trace());

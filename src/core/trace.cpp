@@ -98,6 +98,10 @@ void trace_record(tracer* t, trace_kind k, std::uint64_t start, std::uint64_t en
     t->record(trace_rec{start, end, k, a, b, c});
 }
 
+void trace_span::finish() noexcept {
+    trace_record(_t, _k, _start, trace_now(), _a, _b, _c);
+}
+
 tracer::tracer(int rank, std::thread::id home, std::uint64_t base)
     : _rank(rank),
       _home(home),
