@@ -16,9 +16,7 @@
 #include <am/window.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 namespace {
 
@@ -39,13 +37,6 @@ class trace_layers : public am_test::spmd_test {
             .string();
     }
 };
-
-json::value read_trace(const std::string& file) {
-    std::ifstream in(file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return json::parse(ss.str());
-}
 
 // One rank's events of the later layers.
 struct layer_events {
@@ -131,7 +122,7 @@ TEST_P(trace_layers, rpc_runs_promotions_and_future_waits) {
                   ctx.trace_stop();
                   ctx.barrier();  // rank 0 has written the file
 
-                  const json::value doc = read_trace(file);
+                  const json::value doc = json::parse_file(file);
                   const layer_events ev = layer_events_of(doc, me);
                   // Here ran: `calls` traced_twice and one traced_nested from the left
                   // neighbour, and the nested traced_twice from the right one's.
@@ -196,7 +187,7 @@ TEST_P(trace_layers, window_ams_and_fences) {
             ctx.barrier();
             for (std::size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], 100 + i);
 
-            const json::value doc = read_trace(file);
+            const json::value doc = json::parse_file(file);
             const layer_events ev = layer_events_of(doc, me);
             const std::uint64_t units = (after.units_run - before.units_run) +
                                         (after.units_at_origin - before.units_at_origin);
@@ -274,7 +265,7 @@ TEST_P(trace_layers, tam_quanta_and_waves) {
                       const auto w = static_cast<word>(n);
                       EXPECT_EQ(res.value, w * (w - 1) / 2 + w);
 
-                      const json::value doc = read_trace(file);
+                      const json::value doc = json::parse_file(file);
                       const layer_events ev = layer_events_of(doc, me);
                       EXPECT_GT(ev.quanta.size(), 0u) << "rank " << me;
                       EXPECT_EQ(ev.quanta.size(), res.local.quanta) << "one event per quantum";
