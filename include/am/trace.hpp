@@ -22,6 +22,19 @@ enum class trace_kind : std::uint16_t {
     put,      ///< an RMA put: b = target rank, c = bytes
     get,      ///< an RMA get: b = source rank, c = bytes
     rpc,      ///< an RPC call issued: b = destination rank
+    // The later layers' events (src/oam, src/window, src/tam).
+    oam_run,       ///< an optimistic handler (an RPC's remote function too), from its start to
+                   ///< its end across its blocks: a = 1 if it blocked, b = source (caller) rank,
+                   ///< c = its name: a `const char*` to a string that lives as long as the process
+    oam_promote,   ///< an optimistic handler blocked the first time and became a thread (an
+                   ///< instant): b = source rank, c = its name (as oam_run)
+    window_am,     ///< a window AM run at its target: a = window id, b = segments, c = input bytes
+    window_fence,  ///< am::window::fence (an epoch's end and the next one's start): a = window id
+    tam_quantum,   ///< a TAM quantum (threads of one frame without a switch of frame), from its
+                   ///< first thread's start to its last thread's end: a = codeblock, b = threads,
+                   ///< c = frame index
+    tam_wave,      ///< a TAM termination wave: a = wave number (1-based), b = messages sent,
+                   ///< c = messages handled (the sums over all ranks)
 };
 
 /// Why a thread waits (the `a` field of a `wait` record).
@@ -31,6 +44,7 @@ enum class trace_cause : std::uint32_t {
     quiesce,    ///< am::context::quiesce or the end of am::run
     epoch_end,  ///< am::epoch::end (the termination detector)
     reply,      ///< a blocking put or get waiting for its acknowledgement or data
+    future,     ///< rank code waiting for an am::future (an RPC's result, a promise)
 };
 
 /// The trace clock: steady_clock in nanoseconds.

@@ -39,6 +39,15 @@ const char* kind_name(trace_kind k) noexcept {
             return "rma";
         case trace_kind::rpc:
             return "rpc";
+        case trace_kind::oam_run:
+        case trace_kind::oam_promote:
+            return "oam";
+        case trace_kind::window_am:
+        case trace_kind::window_fence:
+            return "window";
+        case trace_kind::tam_quantum:
+        case trace_kind::tam_wave:
+            return "tam";
     }
     return "other";
 }
@@ -55,6 +64,8 @@ const char* cause_name(std::uint32_t c) noexcept {
             return "epoch end";
         case trace_cause::reply:
             return "reply";
+        case trace_cause::future:
+            return "future";
     }
     return "other";
 }
@@ -160,6 +171,7 @@ std::string tracer::events_json(
     out += "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" + pid +
            ",\"args\":{\"sort_index\":" + pid + "}},\n";
     std::vector<std::string> names;  // by handler index, filled as met
+    std::uint64_t async_ids = 0;     // oam_run, tam_quantum: a begin/end pair each
     auto name_of = [&](std::uint32_t i) -> const std::string& {
         if (names.size() <= i) names.resize(i + 1);
         if (names[i].empty()) {
@@ -213,14 +225,63 @@ std::string tracer::events_json(
                     out += "rpc";
                     args = "\"dest\":" + std::to_string(r.b);
                     break;
+                case trace_kind::oam_run:
+                case trace_kind::oam_promote: {
+                    // r.c: a name the optimistic-handler layer keeps for the process's life.
+                    const char* n = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(r.c));
+                    std::string esc;
+                    append_escaped(esc, n != nullptr ? n : "optimistic handler");
+                    out += r.kind == trace_kind::oam_promote ? "became a thread: " + esc : esc;
+                    args = "\"source\":" + std::to_string(r.b);
+                    if (r.kind == trace_kind::oam_run) {
+                        args += std::string(",\"blocked\":") + (r.a != 0 ? "true" : "false");
+                    }
+                    break;
+                }
+                case trace_kind::window_am:
+                    out += "window AM";
+                    args = "\"window\":" + std::to_string(r.a) +
+                           ",\"segments\":" + std::to_string(r.b) +
+                           ",\"bytes\":" + std::to_string(r.c);
+                    break;
+                case trace_kind::window_fence:
+                    out += "window fence";
+                    args = "\"window\":" + std::to_string(r.a);
+                    break;
+                case trace_kind::tam_quantum:
+                    out += "quantum";
+                    args = "\"codeblock\":" + std::to_string(r.a) +
+                           ",\"threads\":" + std::to_string(r.b) +
+                           ",\"frame\":" + std::to_string(r.c);
+                    break;
+                case trace_kind::tam_wave:
+                    out += "termination wave " + std::to_string(r.a);
+                    args = "\"wave\":" + std::to_string(r.a) + ",\"sent\":" + std::to_string(r.b) +
+                           ",\"handled\":" + std::to_string(r.c);
+                    break;
             }
             out += "\",\"cat\":\"";
             out += kind_name(r.kind);
-            out += r.kind == trace_kind::send ? "\",\"ph\":\"i\",\"s\":\"t\"" : "\",\"ph\":\"X\"";
-            append_us(out, "ts", static_cast<std::int64_t>(r.start - _base));
-            if (r.kind != trace_kind::send) {
-                append_us(out, "dur", static_cast<std::int64_t>(r.end - r.start));
+            const bool instant = r.kind == trace_kind::send || r.kind == trace_kind::oam_promote;
+            if (r.kind == trace_kind::oam_run || r.kind == trace_kind::tam_quantum) {
+                // An optimistic handler that blocks, or a quantum whose frame runs again after
+                // other work, ends after other events of its thread began: an async pair (a
+                // row of its own in the viewer), not a nesting "X".
+                const std::string id =
+                    ",\"id\":\"" + pid + "." + std::to_string(++async_ids) + "\"";
+                const std::size_t line = out.rfind("{\"name\":\"");
+                std::string end_line = out.substr(line);
+                out += "\",\"ph\":\"b\"" + id;
+                append_us(out, "ts", static_cast<std::int64_t>(r.start - _base));
+                out += ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"args\":{" + args + "}},\n";
+                out += end_line + "\",\"ph\":\"e\"" + id;
+                append_us(out, "ts", static_cast<std::int64_t>(r.end - _base));
+                out += ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"args\":{}},\n";
+                continue;
             }
+            out += instant ? "\",\"ph\":\"i\",\"s\":\"t\"" : "\",\"ph\":\"X\"";
+            append_us(out, "ts", static_cast<std::int64_t>(r.start - _base));
+            if (!instant) append_us(out, "dur", static_cast<std::int64_t>(r.end - r.start));
             out += ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"args\":{" + args + "}},\n";
         }
     }

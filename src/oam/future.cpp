@@ -73,6 +73,11 @@ void future_base::wait(const char* call) {
         return;
     }
     oam_waiter w;
+    // Rank code polls until the value comes (traced as a wait); a handler's fiber switches out.
+    tracer* t = core::tracer(_s->ctx());
+    if (t != nullptr && oam_current() != nullptr) [[unlikely]]
+        t = nullptr;
+    const trace_span waiting(t, trace_kind::wait, static_cast<std::uint32_t>(trace_cause::future));
     oam_block(_s, _q, w, call);
 }
 

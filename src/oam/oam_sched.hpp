@@ -46,6 +46,10 @@ struct oam_fiber {
     int rank = 0;
     state st = state::idle;
     bool blocked_once = false;  // counts as live (pending) until it finishes
+    // Tracing: the start of the handler's run (0: not traced), its source and name.
+    std::uint64_t trace_start = 0;
+    std::uint64_t trace_source = 0;
+    const char* trace_name = nullptr;
     // The current job: a handler (task) or a spawned function.
     const oam_task* task = nullptr;
     void (*run)(void*) = nullptr;
@@ -110,6 +114,9 @@ class oam_sched final : public core::layer {
     /// handles the state it comes back in.
     void resume(oam_fiber* f);
     void after_switch(oam_fiber* f);
+    [[gnu::cold, gnu::noinline]] static void trace_begin(oam_fiber* f, const oam_task& t);
+    [[gnu::cold, gnu::noinline]] void trace_promote(const oam_fiber* f) const noexcept;
+    [[gnu::cold, gnu::noinline]] void trace_end(oam_fiber* f, bool blocked) const noexcept;
     std::size_t run_ready();
     rpc_delivery finish_call(int source, std::uint64_t id, const char* what);
     [[noreturn]] void fail(errc code, const char* call, const std::string& what) const;

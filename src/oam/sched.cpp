@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -142,6 +144,17 @@ void fiber_main(bctx::transfer_t t) {
     }
 }
 
+// The readable name of an optimistic handler (from its type_name), kept for the process's
+// life: trace records point at it until the trace is written.
+const char* traced_name(std::string_view pretty) {
+    static std::mutex m;
+    static std::unordered_map<std::string_view, std::string> names;  // type_name: static text
+    const std::lock_guard g(m);
+    auto [it, fresh] = names.try_emplace(pretty);
+    if (fresh) it->second = oam_readable(pretty);
+    return it->second.c_str();
+}
+
 void hook_yield(void* arg) {
     auto* f = static_cast<oam_fiber*>(arg);
     f->sched->suspend(f, oam_fiber::state::yielding, nullptr, "am::context::wait");
@@ -243,6 +256,8 @@ void oam_sched::after_switch(oam_fiber* f) {
         case oam_fiber::state::blocked:
         case oam_fiber::state::yielding: {
             if (!f->blocked_once) {
+                if (f->trace_start != 0) [[unlikely]]
+                    trace_promote(f);
                 f->blocked_once = true;
                 _blocked.fetch_add(1, std::memory_order_relaxed);
                 const std::uint64_t live = _live.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -261,6 +276,8 @@ void oam_sched::after_switch(oam_fiber* f) {
             return;
         }
         case oam_fiber::state::done: {
+            if (f->trace_start != 0) [[unlikely]]
+                trace_end(f, f->blocked_once);
             if (f->blocked_once) {
                 f->blocked_once = false;
                 _live.fetch_sub(1, std::memory_order_relaxed);
@@ -294,9 +311,33 @@ void oam_sched::dispatch(const oam_task& t) {
     }
     f->task = &t;
     f->name = t.name;
+    if (core::tracer(_ctx) != nullptr) [[unlikely]]
+        trace_begin(f, t);
     // Dispatches are serialised (one poller at a time): a plain increment, no locked RMW.
     _handlers.store(_handlers.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     resume(f);
+}
+
+void oam_sched::trace_begin(oam_fiber* f, const oam_task& t) {
+    f->trace_name = traced_name(t.name);
+    f->trace_source = static_cast<std::uint64_t>(t.tok->source());
+    f->trace_start = trace_now();
+}
+
+void oam_sched::trace_promote(const oam_fiber* f) const noexcept {
+    if (tracer* tr = core::tracer(_ctx)) {  // (tracing may have stopped since the start)
+        const std::uint64_t now = trace_now();
+        trace_record(tr, trace_kind::oam_promote, now, now, 0, f->trace_source,
+                     reinterpret_cast<std::uintptr_t>(f->trace_name));
+    }
+}
+
+void oam_sched::trace_end(oam_fiber* f, bool blocked) const noexcept {
+    if (tracer* tr = core::tracer(_ctx)) {
+        trace_record(tr, trace_kind::oam_run, f->trace_start, trace_now(), blocked ? 1 : 0,
+                     f->trace_source, reinterpret_cast<std::uintptr_t>(f->trace_name));
+    }
+    f->trace_start = 0;
 }
 
 void oam_sched::spawn(void (*run)(void*), void (*drop)(void*), void* arg, std::string_view name) {

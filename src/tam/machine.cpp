@@ -387,12 +387,43 @@ void machine::run_thread(std::uint32_t idx, thread_id t) {
     frame_rec& r = _frames[idx];
     const frame_ref f = ref_of(idx);
     ++_stats.threads;
-    if (f.as_word() != _last_frame) {
+    const bool new_quantum = f.as_word() != _last_frame;
+    if (new_quantum) {
         ++_stats.quanta;
         _last_frame = f.as_word();
     }
+    const bool traced = core::tracer(_ctx) != nullptr;
+    if (traced) [[unlikely]]
+        trace_thread_start(new_quantum, idx);
     frame view = frame_access::make(this, &r, f, false);
     r.cb->threads[t].fn(view);
+    if (traced) [[unlikely]]
+        trace_thread_end();
+}
+
+void machine::trace_thread_start(bool new_quantum, std::uint32_t idx) {
+    if (!new_quantum) return;  // (a quantum begun before tracing started is not traced)
+    trace_quantum_flush();
+    _q_start = ::am::detail::trace_now();
+    _q_end = _q_start;
+    _q_threads = 0;
+    _q_cb = _frames[idx].cbid;
+    _q_frame = idx;
+}
+
+void machine::trace_thread_end() noexcept {
+    if (_q_start == 0) return;
+    ++_q_threads;
+    _q_end = ::am::detail::trace_now();
+}
+
+void machine::trace_quantum_flush() noexcept {
+    if (_q_start == 0) return;
+    if (::am::detail::tracer* tr = core::tracer(_ctx)) {
+        ::am::detail::trace_record(tr, ::am::detail::trace_kind::tam_quantum, _q_start, _q_end,
+                                   _q_cb, _q_threads, _q_frame);
+    }
+    _q_start = 0;
 }
 
 void machine::poll_point() {

@@ -178,6 +178,7 @@ void machine::begin(const program& prog, const options& opt) {
     _hiq.clear();
     _istructs.clear();
     _last_frame = ~word{0};
+    _q_start = 0;
     _sent = _handled = 0;
     _result = 0;
     _finished = 0;
@@ -230,12 +231,21 @@ void machine::terminate() {
         const bool stepped = step();
         return stepped || _sent + _handled != before ? 1 : 0;
     };
-    for (;;) {
+    for (std::uint32_t wave = 1;; ++wave) {
         work_until_idle();
         const std::uint64_t mine[2] = {_sent, _handled};
         std::uint64_t sum[2];
-        core::allreduce_sum(_ctx, core::collective::epoch_end, mine, sum, 2, idle, "am::tam::run");
-        if (sum[0] == sum[1] && sum[0] == previous[0] && sum[1] == previous[1]) return;
+        {
+            ::am::detail::trace_span span(core::tracer(_ctx), ::am::detail::trace_kind::tam_wave,
+                                          wave);
+            core::allreduce_sum(_ctx, core::collective::epoch_end, mine, sum, 2, idle,
+                                "am::tam::run");
+            span.set(sum[0], sum[1]);
+        }
+        if (sum[0] == sum[1] && sum[0] == previous[0] && sum[1] == previous[1]) {
+            trace_quantum_flush();  // the run's last quantum
+            return;
+        }
         previous[0] = sum[0];
         previous[1] = sum[1];
     }

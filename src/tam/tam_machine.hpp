@@ -190,6 +190,10 @@ class machine final : public core::layer {
     }
     void take_inbox();
     void run_thread(std::uint32_t idx, thread_id t);
+    // Tracing (docs/observability.md): one event per quantum, written when the next begins.
+    [[gnu::cold, gnu::noinline]] void trace_thread_start(bool new_quantum, std::uint32_t idx);
+    [[gnu::cold, gnu::noinline]] void trace_thread_end() noexcept;
+    void trace_quantum_flush() noexcept;
     void deliver(const message& m);
     void system(const message& m);
     void allocate(const message& m);
@@ -235,6 +239,9 @@ class machine final : public core::layer {
     ring<message> _hiq;   // local system requests
     std::vector<istruct_rec> _istructs;
     word _last_frame = ~word{0};  // for counting quanta
+    // The quantum being traced (start 0: none): its span, threads, codeblock and frame.
+    std::uint64_t _q_start = 0, _q_end = 0, _q_threads = 0;
+    std::uint32_t _q_cb = 0, _q_frame = 0;
 
     std::mutex _inbox_lock;
     std::vector<message> _inbox;

@@ -250,6 +250,8 @@ void window_state::fence(unsigned assert) {
     const char* call = "am::window::fence";
     check_not_in_op(call);
     core::check_wait(_ctx, call);
+    const trace_span span(core::tracer(_ctx), trace_kind::window_fence,
+                          static_cast<std::uint32_t>(_id));
     // A unit that fits no buffer is this rank's error, but the fence is collective: the others
     // wait in it (and for this rank's answers), so the error is raised after the barrier.
     std::exception_ptr late;

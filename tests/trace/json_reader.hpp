@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -142,6 +144,14 @@ class reader {
 
 inline value parse(const std::string& text) {
     return reader(text).parse();
+}
+
+/// The JSON document in file `path` (a trace file).
+inline value parse_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return parse(ss.str());
 }
 
 }  // namespace am_test::json

@@ -12,9 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 namespace {
 
@@ -35,13 +33,6 @@ class trace_base : public spmd_test {
 class trace : public trace_base {};
 // Every rank parses the whole file: at most 4 ranks, so the test stays well under a second.
 class trace_counts : public trace_base {};
-
-json::value read_trace(const std::string& file) {
-    std::ifstream in(file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return json::parse(ss.str());
-}
 
 struct item {
     std::uint64_t value;
@@ -170,7 +161,7 @@ void counts_match(am::context& ctx, const std::string& file) {
     traffic(3);     // after the trace: not in it
     ctx.barrier();  // rank 0 has written the file
 
-    const json::value doc = read_trace(file);
+    const json::value doc = json::parse_file(file);
     const rank_events ev = events_of(doc, me, n);
     EXPECT_EQ(ev.runs, delta(before, after, false)) << "handler runs by handler";
     EXPECT_EQ(ev.sends, delta(before, after, true)) << "sends by handler";
@@ -222,7 +213,7 @@ TEST_P(trace, am_trace_writes_the_whole_run) {
     ASSERT_EQ(rc, 0);
     const std::vector<int> here = visible_ranks();
     if (std::find(here.begin(), here.end(), 0) == here.end()) return;  // rank 0 wrote it
-    const json::value doc = read_trace(file);
+    const json::value doc = json::parse_file(file);
     EXPECT_EQ(doc.at("otherData").at("ranks").num, ranks());
     for (int r = 0; r < ranks(); ++r) {
         const rank_events ev = events_of(doc, r, ranks());
