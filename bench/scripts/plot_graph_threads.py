@@ -12,28 +12,12 @@ and writes graph_threads.png (Debian's matplotlib: run it with /usr/bin/python3)
 when matplotlib is missing (the table is written first).
 """
 import argparse
-import json
 import os
 import statistics
 import sys
 
-
-def load(paths):
-    """The am-graph500 BFS lines of JSON-lines files (other lines are skipped)."""
-    rows = []
-    for path in paths:
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if r.get("bench") == "graph500" and r.get("op") == "bfs":
-                    rows.append(r)
-    return rows
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchjson  # noqa: E402
 
 
 def summarize(rows):
@@ -107,7 +91,7 @@ def main():
     ap.add_argument("--out", default=".", help="directory for graph_threads.{md,png}")
     ap.add_argument("--no-plot", action="store_true")
     a = ap.parse_args()
-    figs = summarize(load(a.files))
+    figs = summarize(benchjson.pick(benchjson.load(a.files, bench="graph500"), op="bfs"))
     if not figs:
         sys.exit("plot_graph_threads.py: no am-graph500 BFS lines in the input")
     text = table(figs)
