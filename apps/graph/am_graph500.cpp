@@ -173,15 +173,15 @@ bool apply(const std::string& a, arg_reader& in, options& o, am::config& cfg) {
     return true;
 }
 
-/// --threads T: handler threads per rank (BFS only); T > 1 turns on config::thread_multiple.
+/// --threads T: handler threads per rank (BFS and SSSP); T > 1 turns on config::thread_multiple.
 void check_threads(const options& o, am::config& cfg) {
     const int t = o.kopt.threads;
     if (t < 1 || t > 64) usage(("--threads " + std::to_string(t) + ": must be in [1, 64]").c_str());
     if (t == 1) return;
     for (const kernel_kind k : o.kernels) {
-        if (k != kernel_kind::bfs) {
+        if (k != kernel_kind::bfs && k != kernel_kind::sssp) {
             usage(("--threads " + std::to_string(t) + ": the " + to_string(k) +
-                   " kernel runs one thread per rank (only bfs takes --threads above 1)")
+                   " kernel runs one thread per rank (only bfs and sssp take --threads above 1)")
                       .c_str());
         }
     }

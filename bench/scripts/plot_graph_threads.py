@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Table and figure of BFS with several threads per rank, from bench/scripts/graph_threads.sh.
+"""Tables and figure of BFS and SSSP with several threads per rank, from graph_threads.sh.
 
     graph_threads.sh build --out runs.jsonl
     /usr/bin/python3 plot_graph_threads.py runs.jsonl --out docs/graph_figures
 
-Per ranks × threads configuration: the median over runs of each run's median TEPS (and the
-smallest and largest run median), the median harmonic-mean TEPS, and the ratio to 1x1.
-Prints a Markdown table (also written to graph_threads.md) with the 1x2 / 2x1 ratio below it,
-and writes graph_threads.png (Debian's matplotlib: run it with /usr/bin/python3). Exit status 2
-when matplotlib is missing (the table is written first).
+Per kernel and ranks × threads configuration: the median over runs of each run's median TEPS
+(and the smallest and largest run median), the median harmonic-mean TEPS, and the ratio to
+1x1; below each table the 1x2 / 2x1 ratio, over the medians and round by round (the runs of
+one round are minutes apart), and the cache-line hops measured at the start of the rounds.
+Prints Markdown (also written to graph_threads.md) and writes graph_threads.png, a panel per
+kernel (Debian's matplotlib: run it with /usr/bin/python3). Exit status 2 when matplotlib is
+missing (the tables are written first).
 """
 import argparse
 import os
@@ -40,7 +42,19 @@ def summarize(rows):
     return out
 
 
-def table(figs):
+def round_ratios(rows):
+    """1x2 / 2x1 of each round's run medians, in round order."""
+    by = {}
+    for r in rows:
+        by.setdefault(r.get("round"), {})[(r["ranks"], r.get("threads", 1))] = r["median"]
+    return [
+        by[k][(1, 2)] / by[k][(2, 1)]
+        for k in sorted(by, key=lambda x: (x is None, x))
+        if (1, 2) in by[k] and (2, 1) in by[k]
+    ]
+
+
+def table(figs, ratios):
     base = figs.get((1, 1), {}).get("median")
     lines = [
         "| ranks × threads | runs | median TEPS | min–max of runs | harmonic mean TEPS | vs 1×1 |",
@@ -56,33 +70,39 @@ def table(figs):
         lines.append("")
         lines.append(
             f"1×2 / 2×1 (median TEPS): {figs[(1, 2)]['median'] / figs[(2, 1)]['median']:.3f}"
+            + (f"; round by round: {', '.join(f'{x:.3f}' for x in ratios)}" if ratios else "")
         )
     return "\n".join(lines) + "\n"
 
 
-def plot(figs, path):
+def plot(by_kernel, path):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = sorted(figs, key=lambda k: (k[0] * k[1], k))
-    labels = [f"{r}×{t}" for r, t in keys]
-    med = [figs[k]["median"] / 1e6 for k in keys]
-    lo = [m - figs[k]["min"] / 1e6 for m, k in zip(med, keys)]
-    hi = [figs[k]["max"] / 1e6 - m for m, k in zip(med, keys)]
-    colours = ["tab:blue" if r * t <= 2 else "tab:grey" for r, t in keys]
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.bar(labels, med, yerr=[lo, hi], capsize=4, color=colours)
-    any_fig = next(iter(figs.values()))
-    ax.set_xlabel("ranks × handler threads per rank (shm; grey: more threads than cores)")
-    ax.set_ylabel("median TEPS (millions)")
-    ax.set_title(
-        f"BFS, Kronecker SCALE {any_fig['scale']}, {any_fig['roots']} roots: "
-        "threads vs ranks"
-    )
+    fig, axes = plt.subplots(1, len(by_kernel), figsize=(5.2 * len(by_kernel), 3.6), squeeze=False)
+    for ax, (kernel, figs) in zip(axes[0], by_kernel.items()):
+        keys = sorted(figs, key=lambda k: (k[0] * k[1], k))
+        labels = [f"{r}×{t}" for r, t in keys]
+        med = [figs[k]["median"] / 1e6 for k in keys]
+        lo = [m - figs[k]["min"] / 1e6 for m, k in zip(med, keys)]
+        hi = [figs[k]["max"] / 1e6 - m for m, k in zip(med, keys)]
+        colours = ["tab:blue" if r * t <= 2 else "tab:grey" for r, t in keys]
+        ax.bar(labels, med, yerr=[lo, hi], capsize=4, color=colours)
+        any_fig = next(iter(figs.values()))
+        ax.set_xlabel("ranks × threads per rank (shm; grey: > cores)")
+        ax.set_ylabel("median TEPS (millions)")
+        ax.set_title(
+            f"{kernel.upper()}, Kronecker SCALE {any_fig['scale']}, {any_fig['roots']} roots"
+        )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def hops(rows):
+    """The shm cache-line hop (µs) measured at the start of each round."""
+    return [r["median"] for r in rows if r.get("op") == "hop" and r.get("transport") == "shm"]
 
 
 def main():
@@ -91,10 +111,24 @@ def main():
     ap.add_argument("--out", default=".", help="directory for graph_threads.{md,png}")
     ap.add_argument("--no-plot", action="store_true")
     a = ap.parse_args()
-    figs = summarize(benchjson.pick(benchjson.load(a.files, bench="graph500"), op="bfs"))
-    if not figs:
-        sys.exit("plot_graph_threads.py: no am-graph500 BFS lines in the input")
-    text = table(figs)
+    rows = benchjson.load(a.files, bench="graph500")
+    by_kernel = {}
+    text = ""
+    for kernel in ("bfs", "sssp"):
+        runs = benchjson.pick(rows, op=kernel)
+        if not runs:
+            continue
+        by_kernel[kernel] = summarize(runs)
+        text += f"**{kernel.upper()}**\n\n" + table(by_kernel[kernel], round_ratios(runs)) + "\n"
+    if not by_kernel:
+        sys.exit("plot_graph_threads.py: no am-graph500 BFS or SSSP lines in the input")
+    hop = hops(benchjson.load(a.files, bench="am_pingpong"))
+    if hop:
+        text += (
+            "Cache-line hop between the cores at the start of each round (µs): "
+            + ", ".join(f"{h:.3f}" for h in hop)
+            + "\n"
+        )
     sys.stdout.write(text)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "graph_threads.md"), "w") as f:
@@ -102,7 +136,7 @@ def main():
     if a.no_plot:
         return
     try:
-        plot(figs, os.path.join(a.out, "graph_threads.png"))
+        plot(by_kernel, os.path.join(a.out, "graph_threads.png"))
     except ImportError:
         sys.exit(2)
 

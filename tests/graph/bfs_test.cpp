@@ -160,10 +160,6 @@ AM_INSTANTIATE(graph_bfs, graph_params());
 
 class graph_bfs_threads : public spmd_test {};
 
-void thread_multiple(am::config& cfg) {
-    cfg.thread_multiple = true;
-}
-
 // Every variant (also bottom-up on every level, and alternating) with 2 and 3 threads per
 // rank: the same exact checks as with one.
 TEST_P(graph_bfs_threads, kronecker) {
@@ -205,16 +201,6 @@ TEST_P(graph_bfs_thread_options, rejects_bad_thread_counts) {
                   }
               }),
               0);
-}
-
-std::vector<am_test::spmd_param> thread_params() {
-    std::vector<am_test::spmd_param> v{{am::transport_kind::threads, 1},
-                                       {am::transport_kind::threads, 2},
-                                       {am::transport_kind::shm, 2}};
-#ifdef AM_HAVE_MPI
-    v.push_back({am::transport_kind::mpi, 2, 1});
-#endif
-    return v;
 }
 
 AM_INSTANTIATE(graph_bfs_threads, thread_params());

@@ -2,7 +2,7 @@
 // Test support for apps/graph: independent sequential references computed from make_edge
 // directly (the whole graph as one CSR, BFS levels, Dijkstra in float, Graph500 root choice),
 // a gather of a distributed search result onto every rank (typed messages of the test's own),
-// the transport/rank-count combinations the graph tests run on, and a bounded failure
+// the transport/rank-count (and thread) combinations the graph tests run on, and a bounded failure
 // reporter for per-vertex comparisons.
 #pragma once
 
@@ -317,6 +317,23 @@ inline std::vector<am_test::spmd_param> graph_params(bool with_np4_mpi = true) {
     if (with_np4_mpi) v.push_back({am::transport_kind::mpi, 4, 1});
 #endif
     return v;
+}
+
+/// The combinations the tests of several handler threads per rank run on (with
+/// `thread_multiple`): threads at 1 and 2 ranks, shm at 2, and MPI at 2 processes.
+inline std::vector<am_test::spmd_param> thread_params() {
+    std::vector<am_test::spmd_param> v{{am::transport_kind::threads, 1},
+                                       {am::transport_kind::threads, 2},
+                                       {am::transport_kind::shm, 2}};
+#ifdef AM_HAVE_MPI
+    v.push_back({am::transport_kind::mpi, 2, 1});
+#endif
+    return v;
+}
+
+/// Configures a context for several handler threads (kernel_options::threads > 1).
+inline void thread_multiple(am::config& cfg) {
+    cfg.thread_multiple = true;
 }
 
 /// A smaller set for the more expensive or less transport-sensitive tests.

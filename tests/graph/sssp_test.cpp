@@ -5,7 +5,9 @@
 // vertex's predecessor is a neighbour with d(v) = fl(d(pred) + w) for one of their edges, the
 // predecessors form a tree, unreached vertices have +inf and no predecessor, and `edges` is
 // the component's edge count — for Δ in {0.01, 0.1, 0.5, 1, 10}, Kronecker and ER graphs,
-// several roots (also an isolated one).
+// several roots (also an isolated one). The same with 2 and 3 threads per rank
+// (kernel_options::threads, config::thread_multiple) on graphs large enough for every thread
+// to own vertices, and the kernel's refusal of a bad thread count.
 #include "graph_support.hpp"
 
 #include <gtest/gtest.h>
@@ -74,7 +76,7 @@ void check_sssp(am::context& ctx, const csr_graph& g, const reference& ref, std:
 }
 
 void check_deltas(am::context& ctx, const graph_spec& spec, int root_count,
-                  const std::vector<float>& deltas, bool fusion = true) {
+                  const std::vector<float>& deltas, bool fusion = true, int threads = 1) {
     const reference ref = make_reference(spec);
     const csr_graph g = am::graph::build_csr(ctx, spec);
     std::vector<std::uint32_t> roots = am::graph::choose_roots(ctx, g, root_count);
@@ -86,8 +88,8 @@ void check_deltas(am::context& ctx, const graph_spec& spec, int root_count,
         }
     }
     for (const float delta : deltas) {
-        am::graph::sssp_kernel sssp(ctx, g,
-                                    kernel_options{.delta = delta, .bucket_fusion = fusion});
+        am::graph::sssp_kernel sssp(
+            ctx, g, kernel_options{.delta = delta, .bucket_fusion = fusion, .threads = threads});
         if (delta != 0) {
             EXPECT_EQ(sssp.delta(), delta);
         }
@@ -95,7 +97,7 @@ void check_deltas(am::context& ctx, const graph_spec& spec, int root_count,
             const std::string what = describe(spec) + ", delta " + std::to_string(sssp.delta()) +
                                      (fusion ? "" : ", no bucket fusion") + ", root " +
                                      std::to_string(root) + ", " + std::to_string(ctx.size()) +
-                                     " ranks";
+                                     " ranks × " + std::to_string(threads) + " threads";
             search_result r;
             r.pred.assign(5, 7);  // a reused result: the kernel must reset it
             sssp.run(root, r);
@@ -181,5 +183,68 @@ TEST_P(graph_sssp, heavy_edge_into_current_bucket) {
 }
 
 AM_INSTANTIATE(graph_sssp, graph_params());
+
+class graph_sssp_threads : public spmd_test {};
+
+// A thread owns slices of 512 of its rank's vertices: with 2^12 vertices every thread of 2
+// owns some on up to 2 ranks (with 3, the third owns none and hands every relaxation over).
+TEST_P(graph_sssp_threads, kronecker) {
+    ASSERT_EQ(
+        run(
+            [](am::context& ctx) {
+                for (const int threads : {2, 3}) {
+                    check_deltas(ctx, kronecker(12, 8), 2, {0.02f, 0.5f, 0.0f}, true, threads);
+                }
+                check_deltas(ctx, kronecker(12, 8), 1, {0.1f}, false, 2);
+            },
+            thread_multiple),
+        0);
+}
+
+TEST_P(graph_sssp_threads, erdos_renyi) {
+    ASSERT_EQ(run(
+                  [](am::context& ctx) {
+                      check_deltas(ctx, erdos_renyi(12, 4), 2, {0.05f, 1.0f}, true, 2);
+                      // Fewer vertices than a slice: one thread owns them all.
+                      check_deltas(ctx, erdos_renyi(8, 8), 1, {0.1f}, true, 2);
+                  },
+                  thread_multiple),
+              0);
+}
+
+// A thread count outside [1, 64], or above 1 on a single-threaded context, is refused by the
+// constructor (collectively) before any search. Threads only: the checks do not depend on
+// the transport.
+class graph_sssp_thread_options : public spmd_test {};
+
+TEST_P(graph_sssp_thread_options, rejects_bad_thread_counts) {
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const csr_graph g = am::graph::build_csr(ctx, kronecker(6, 4));
+                  for (const int bad : {0, 65}) {
+                      try {
+                          am::graph::sssp_kernel sssp(ctx, g, kernel_options{.threads = bad});
+                          ADD_FAILURE() << "threads = " << bad << " was accepted";
+                      } catch (const std::invalid_argument& e) {
+                          EXPECT_NE(std::string(e.what()).find("sssp_kernel: rank " +
+                                                               std::to_string(ctx.rank())),
+                                    std::string::npos)
+                              << e.what();
+                      }
+                  }
+                  try {
+                      am::graph::sssp_kernel sssp(ctx, g, kernel_options{.threads = 2});
+                      ADD_FAILURE() << "threads = 2 without thread_multiple was accepted";
+                  } catch (const std::invalid_argument& e) {
+                      EXPECT_NE(std::string(e.what()).find("thread_multiple"), std::string::npos)
+                          << e.what();
+                  }
+              }),
+              0);
+}
+
+AM_INSTANTIATE(graph_sssp_threads, thread_params());
+AM_INSTANTIATE(graph_sssp_thread_options,
+               (std::vector<am_test::spmd_param>{{am::transport_kind::threads, 1},
+                                                 {am::transport_kind::threads, 2}}));
 
 }  // namespace

@@ -1,132 +1,22 @@
 // SPDX-License-Identifier: MIT
 // Direction-optimising level-synchronous BFS on the typed layer.
 #include "bitmap.hpp"
+#include "crew.hpp"
 
 #include <graph/graph.hpp>
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <functional>
-#include <mutex>
-#include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 namespace am::graph {
 namespace {
 
-/// The rank's thread and `size() − 1` workers, running one job at a time (a BFS level's
-/// work). Between jobs the workers sleep on a futex and do not poll, so handlers of the
-/// program's other objects stay on the rank's thread. An exception on a worker is rethrown
-/// on the rank's thread by `run` or `park`.
-class crew {
-  public:
-    crew(context& ctx, int threads) : _ctx(ctx), _workers(threads - 1) {
-        for (int t = 1; t < threads; ++t) _threads.emplace_back([this, t] { work(t); });
-    }
-    ~crew() {
-        _stop = true;  // published by the round's release
-        _round.fetch_add(1, std::memory_order_release);
-        _round.notify_all();
-        for (auto& t : _threads) t.join();
-    }
-    crew(const crew&) = delete;
-    crew& operator=(const crew&) = delete;
-
-    /// Runs `job(t)` on every thread t (0: the calling, rank's thread) and returns when all
-    /// have finished it. With `poll`, every thread polls the context while it waits and the
-    /// workers go on polling (running handlers) until `park()`; otherwise the workers are
-    /// parked when it returns.
-    void run(const std::function<void(int)>& job, bool poll) {
-        _job = &job;
-        _poll.store(poll, std::memory_order_relaxed);
-        _done.store(0, std::memory_order_relaxed);
-        _parked.store(0, std::memory_order_relaxed);
-        _round.fetch_add(1, std::memory_order_release);
-        _round.notify_all();
-        try {
-            job(0);
-        } catch (...) {
-            keep(std::current_exception());
-        }
-        while (_done.load(std::memory_order_acquire) < _workers) {
-            if (!poll || _ctx.poll() == 0) std::this_thread::yield();
-        }
-        if (!poll || failed()) park();
-    }
-    /// Stops the workers' polling after a `run` with `poll` and waits until they sleep.
-    void park() {
-        _poll.store(false, std::memory_order_release);
-        while (_parked.load(std::memory_order_acquire) < _workers) std::this_thread::yield();
-        std::exception_ptr e;
-        {
-            std::lock_guard lock(_error_mutex);
-            e = std::exchange(_error, nullptr);
-        }
-        if (e) std::rethrow_exception(e);
-    }
-
-  private:
-    void work(int t) {
-        std::uint32_t seen = 0;
-        for (;;) {
-            _round.wait(seen, std::memory_order_acquire);
-            seen = _round.load(std::memory_order_acquire);
-            if (_stop) return;
-            try {
-                (*_job)(t);
-            } catch (...) {
-                keep(std::current_exception());
-            }
-            _done.fetch_add(1, std::memory_order_release);
-            try {
-                while (_poll.load(std::memory_order_acquire)) {
-                    if (_ctx.poll() == 0) std::this_thread::yield();
-                }
-            } catch (...) {
-                keep(std::current_exception());
-            }
-            _parked.fetch_add(1, std::memory_order_release);
-        }
-    }
-    // A polling worker may fail while the rank's thread looks: both under the lock.
-    bool failed() {
-        std::lock_guard lock(_error_mutex);
-        return _error != nullptr;
-    }
-    void keep(std::exception_ptr e) {
-        std::lock_guard lock(_error_mutex);
-        if (!_error) _error = std::move(e);
-    }
-
-    context& _ctx;
-    const int _workers;
-    std::vector<std::thread> _threads;
-    const std::function<void(int)>* _job = nullptr;
-    bool _stop = false;
-    std::atomic<std::uint32_t> _round{0};  // bumped to start a job (or to stop)
-    std::atomic<bool> _poll{false};        // workers poll after their share while set
-    std::atomic<int> _done{0};             // workers that finished the job
-    std::atomic<int> _parked{0};           // workers that stopped polling
-    std::mutex _error_mutex;
-    std::exception_ptr _error;
-};
-
-constexpr int max_threads = 64;
 constexpr std::size_t vertices_per_chunk = 64;  // top-down: frontier vertices a thread takes
 constexpr std::size_t words_per_chunk = 16;     // bottom-up: 1024 local vertices
-
-int checked_threads(const context& ctx, int threads) {
-    if (threads < 1 || threads > max_threads) {
-        throw std::invalid_argument("am::graph::bfs_kernel: rank " + std::to_string(ctx.rank()) +
-                                    ": kernel_options::threads = " + std::to_string(threads) +
-                                    " is outside [1, " + std::to_string(max_threads) + "]");
-    }
-    return threads;
-}
 
 }  // namespace
 
@@ -141,6 +31,7 @@ struct bfs_kernel::state {
     std::vector<std::uint32_t> cur, next;  // local frontier queues
     std::uint64_t next_degrees = 0;        // Σ degree over `next`
     std::uint64_t reached_degrees = 0;     // Σ degree over reached vertices
+    std::unique_ptr<crew> workers;         // threads > 1 only
     // threads > 1: `visited` is claimed with atomic fetch_or while a level runs; the level's
     // new vertices are found afterwards as the bits not in `before`.
     const bool parallel;
@@ -148,7 +39,6 @@ struct bfs_kernel::state {
     message_type<visit> visit_msg;
     coalesced<visit> visits;
     word_broadcast frontier_words;
-    std::unique_ptr<crew> workers;  // parallel only
 
     state(context& c, const csr_graph& graph, kernel_options o)
         : ctx(c),
@@ -157,7 +47,7 @@ struct bfs_kernel::state {
           red(c),
           visited(graph.local_n),
           front(graph.part.n()),
-          parallel(checked_threads(c, o.threads) > 1),
+          parallel(o.threads != 1),
           before(parallel ? graph.local_n : 0),
           visit_msg(
               c,
@@ -172,22 +62,7 @@ struct bfs_kernel::state {
               "bfs.visit"),
           visits(visit_msg),
           frontier_words(c, front, "bfs.frontier") {
-        if (parallel) start_workers();
-    }
-
-    /// Starts the workers and has each poll once: on a single-threaded context that throws,
-    /// which becomes a clear error here rather than a corrupted buffer later.
-    void start_workers() {
-        workers = std::make_unique<crew>(ctx, opt.threads);
-        try {
-            workers->run([this](int t) { (void)(t > 0 && ctx.poll() > 0); }, false);
-        } catch (const error& e) {
-            throw std::invalid_argument(
-                "am::graph::bfs_kernel: rank " + std::to_string(ctx.rank()) +
-                ": kernel_options::threads = " + std::to_string(opt.threads) +
-                " needs a context with config::thread_multiple (AM_THREAD_MULTIPLE=1): " +
-                e.what());
-        }
+        workers = make_crew(c, o.threads, "bfs_kernel");
     }
 
     void reach(std::uint32_t local, std::uint32_t parent) {

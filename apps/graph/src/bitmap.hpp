@@ -4,6 +4,7 @@
 
 #include <am/typed.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,14 @@ class bitmap {
         _w[i >> 6] |= m;
         return was;
     }
+    /// Atomic forms, for bitmaps that several threads of a rank read and write at once (words
+    /// written whole; SSSP's final vertices).
+    [[nodiscard]] bool test_shared(std::uint64_t i) const noexcept {
+        return (word(i).load(std::memory_order_relaxed) >> (i & 63)) & 1U;
+    }
+    void store_word_shared(std::uint64_t index, std::uint64_t bits) noexcept {
+        std::atomic_ref<std::uint64_t>(_w[index]).store(bits, std::memory_order_relaxed);
+    }
     void clear() noexcept {
         for (auto& w : _w) w = 0;
     }
@@ -34,6 +43,10 @@ class bitmap {
     [[nodiscard]] std::size_t word_count() const noexcept { return _w.size(); }
 
   private:
+    [[nodiscard]] std::atomic_ref<std::uint64_t> word(std::uint64_t i) const noexcept {
+        // atomic_ref<const T> is C++26: the const read goes through a non-const reference.
+        return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(_w[i >> 6]));
+    }
     std::vector<std::uint64_t> _w;
 };
 
@@ -45,15 +58,16 @@ struct visit {
 
 /// Copies words of a global bitmap that this rank owns to every other rank (BFS frontiers,
 /// SSSP final vertices). Words are owned by one rank each (the partition's chunk is a
-/// multiple of 64), so a receiver simply overwrites the word. Creation is collective; `send`
-/// must be called inside an epoch, and the words have arrived everywhere when it ends.
+/// multiple of 64), so a receiver simply overwrites the word (an atomic store: other handler
+/// threads of the rank may be reading the bitmap). Creation is collective; `send` must be
+/// called inside an epoch, and the words have arrived everywhere when it ends.
 class word_broadcast {
   public:
     word_broadcast(context& ctx, bitmap& target, std::string_view name)
         : _ctx(&ctx),
           _target(&target),
           _msg(
-              ctx, [this](const word& w) { _target->words()[w.index] = w.bits; }, name) {}
+              ctx, [this](const word& w) { _target->store_word_shared(w.index, w.bits); }, name) {}
 
     /// Sends word `index` of the target, as it is now, to every other rank.
     void send(std::uint64_t index) {

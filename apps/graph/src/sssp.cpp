@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: MIT
 // Δ-stepping single-source shortest paths on the typed layer.
 #include "bitmap.hpp"
+#include "crew.hpp"
 
 #include <graph/graph.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 
 namespace am::graph {
 namespace {
@@ -49,6 +54,46 @@ constexpr std::size_t prefetch_distance = 16;
 /// when more of its distances have settled (fewer repeated relaxations).
 constexpr std::size_t fuse_below = 1024;
 
+/// Threads > 1: each thread owns a slice of the rank's vertices, a multiple of this many (a
+/// cache line of a bitmap), and is the only one to touch their labels, bucket entries and
+/// bitmap bits, as if it were a rank of its own: their cache lines stay in its core.
+constexpr std::uint32_t slice_granule = 512;
+
+/// Threads > 1: relaxations that one thread found for a vertex of thread o, collected into a
+/// chunk that goes to o's mailbox when full (and at the end of each round's work), as a
+/// coalesced message would. The owner alone then reads and writes its vertices' labels; a
+/// chunk moves a cache line per five relaxations from core to core, in order, where
+/// lowering labels in place would move one line per relaxation, at random.
+constexpr std::size_t chunk_relaxations = 256;
+
+struct outbox {
+    std::vector<relax> filling;  // relax::vertex is local
+    std::uint64_t min_bucket = no_bucket;
+};
+
+/// Threads > 1: the chunks posted to one thread, under a lock taken once per chunk.
+/// `posted` lets the owner look without the lock.
+struct alignas(64) mailbox {
+    std::mutex lock;
+    std::vector<std::vector<relax>> chunks;
+    std::uint64_t entries = 0;
+    std::uint64_t min_bucket = no_bucket;
+    std::atomic<bool> posted{false};
+};
+
+/// What one thread of the rank works on: the bucket queues of its own vertices, the vertices
+/// it settled and relaxed in the current bucket and round, and its outboxes to the other
+/// threads. One lane per thread of the crew.
+struct alignas(64) lane {
+    std::size_t index = 0;  // its thread, which owns its vertices
+    std::vector<std::vector<std::uint32_t>> buckets;
+    std::vector<std::uint32_t> settled;    // removed from the current bucket
+    std::vector<std::uint32_t> touched;    // their done_in_round bit is set
+    std::vector<std::uint32_t> round;      // the part of the bucket being relaxed
+    std::vector<outbox> outboxes;          // threads > 1: [owner]
+    std::vector<std::vector<relax>> mail;  // threads > 1: chunks taken from its mailbox
+};
+
 }  // namespace
 
 struct sssp_kernel::state {
@@ -58,17 +103,20 @@ struct sssp_kernel::state {
     float inv_delta;
     reductions red;
     search_result* out = nullptr;
+    const bool parallel;
     std::vector<label> labels;
     std::uint64_t floor_bucket = 0;  // improvements go to this bucket or a later one
-    std::vector<std::vector<std::uint32_t>> buckets;
-    std::vector<std::uint32_t> settled;  // vertices removed from the current bucket
+    std::uint32_t slice = 0;         // threads > 1: vertices per thread
+    std::vector<lane> lanes;
+    std::vector<mailbox> mailboxes;  // threads > 1: [owner]
+    std::atomic<int> finished{0};    // threads > 1: crew threads done with a round's work
     bitmap in_settled;
-    bitmap done_in_round;              // relaxed at its current distance in the current light round
-    std::vector<std::uint32_t> round;  // the part of the bucket being relaxed
-    std::vector<std::uint32_t> touched;    // vertices whose done_in_round bit is set
+    bitmap done_in_round;  // relaxed at its current distance in the current light round
+    std::vector<std::uint32_t> settled;    // threads > 1: every lane's, for publish_final
     bitmap final_global;                   // global: vertices of completed buckets (final)
     std::vector<std::uint8_t> word_dirty;  // local words of final_global changed this bucket
     std::vector<std::uint64_t> dirty_words;
+    std::unique_ptr<crew> workers;  // threads > 1 only
     message_type<relax> relax_msg;
     coalesced<relax> relaxes;
     word_broadcast final_words;
@@ -79,6 +127,7 @@ struct sssp_kernel::state {
           opt(o),
           inv_delta(1.0f / o.delta),
           red(c),
+          parallel(o.threads != 1),
           in_settled(graph.local_n),
           done_in_round(graph.local_n),
           final_global(graph.part.n()),
@@ -86,7 +135,18 @@ struct sssp_kernel::state {
           relax_msg(
               c, [this](int, std::span<const relax> batch) { receive(batch); }, "sssp.relax"),
           relaxes(relax_msg),
-          final_words(c, final_global, "sssp.final") {}
+          final_words(c, final_global, "sssp.final") {
+        workers = make_crew(c, o.threads, "sssp_kernel");
+        const auto threads = static_cast<std::uint32_t>(o.threads);
+        const std::uint32_t per = (graph.local_n + threads - 1) / threads;
+        slice = std::max(slice_granule, (per + slice_granule - 1) / slice_granule * slice_granule);
+        lanes.resize(parallel ? threads : 1);
+        mailboxes = std::vector<mailbox>(parallel ? threads : 0);
+        for (std::size_t t = 0; t < lanes.size(); ++t) {
+            lanes[t].index = t;
+            if (parallel) lanes[t].outboxes.resize(threads);
+        }
+    }
 
     [[noreturn]] void bucket_overflow(float d) const {
         throw std::invalid_argument("sssp_kernel: rank " + std::to_string(g.rank) + ": distance " +
@@ -98,7 +158,25 @@ struct sssp_kernel::state {
         return static_cast<std::uint64_t>(d * inv_delta);
     }
 
-    void improve(std::uint32_t local, float d, std::uint32_t parent) {
+    /// Threads > 1: the thread that owns local vertex `local`.
+    [[nodiscard]] std::size_t owner(std::uint32_t local) const noexcept {
+        return std::min<std::size_t>(local / slice, lanes.size() - 1);
+    }
+
+    /// Lowers `local`'s distance to `d` through `parent` if that is shorter, and puts it in
+    /// its bucket. With threads, a vertex of another thread is handed over instead.
+    template <bool Parallel>
+    void improve(lane& L, std::uint32_t local, float d, std::uint32_t parent) {
+        if constexpr (Parallel) {
+            const std::size_t o = owner(local);
+            if (o != L.index) {
+                outbox& box = L.outboxes[o];
+                box.filling.push_back(relax{local, parent, d});
+                box.min_bucket = std::min(box.min_bucket, std::max(bucket_of(d), floor_bucket));
+                if (box.filling.size() >= chunk_relaxations) post(box, mailboxes[o]);
+                return;
+            }
+        }
         label& l = labels[local];
         if (!(d < l.dist)) return;
         l.dist = d;
@@ -111,22 +189,94 @@ struct sssp_kernel::state {
         l.bucket = static_cast<std::uint32_t>(b);
         // A vertex improved again during a (fused) light round is relaxed again.
         if (b == floor_bucket) done_in_round.reset(local);
-        if (b >= buckets.size()) buckets.resize(b + 1);
-        buckets[b].push_back(local);
+        if (b >= L.buckets.size()) L.buckets.resize(b + 1);
+        L.buckets[b].push_back(local);
     }
 
-    void receive(std::span<const relax> batch) {
+    template <bool Parallel>
+    void receive_into(lane& L, std::span<const relax> batch) {
         const std::size_t n = batch.size();
         for (std::size_t i = 0; i < n; ++i) {
             if (i + prefetch_distance < n) {
                 __builtin_prefetch(&labels[batch[i + prefetch_distance].vertex - g.first], 1);
             }
-            improve(batch[i].vertex - g.first, batch[i].dist, batch[i].parent);
+            improve<Parallel>(L, batch[i].vertex - g.first, batch[i].dist, batch[i].parent);
         }
     }
 
+    void receive(std::span<const relax> batch) {
+        if (!parallel) {
+            receive_into<false>(lanes[0], batch);
+            return;
+        }
+        const int t = workers->self();
+        if (t < 0) [[unlikely]] {
+            throw std::logic_error("sssp_kernel: rank " + std::to_string(g.rank) +
+                                   ": a relaxation ran on a thread outside the kernel's " +
+                                   std::to_string(lanes.size()) +
+                                   " threads; no other thread may poll the context during run");
+        }
+        receive_into<true>(lanes[static_cast<std::size_t>(t)], batch);
+    }
+
+    /// Threads > 1: moves `box`'s chunk to the owner's mailbox.
+    static void post(outbox& box, mailbox& m) {
+        std::vector<relax> chunk;
+        chunk.reserve(chunk_relaxations);
+        chunk.swap(box.filling);
+        std::lock_guard lock(m.lock);
+        m.entries += chunk.size();
+        m.min_bucket = std::min(m.min_bucket, std::exchange(box.min_bucket, no_bucket));
+        m.chunks.push_back(std::move(chunk));
+        m.posted.store(true, std::memory_order_release);
+    }
+
+    /// Threads > 1: posts every partial chunk of lane `L`.
+    void post_all(lane& L) {
+        for (std::size_t o = 0; o < L.outboxes.size(); ++o) {
+            if (!L.outboxes[o].filling.empty()) post(L.outboxes[o], mailboxes[o]);
+        }
+    }
+
+    /// Threads > 1: applies the chunks posted to lane `L`'s thread.
+    void take_mail(lane& L) {
+        mailbox& m = mailboxes[L.index];
+        if (!m.posted.load(std::memory_order_acquire)) return;
+        {
+            std::lock_guard lock(m.lock);
+            L.mail.swap(m.chunks);
+            m.entries = 0;
+            m.min_bucket = no_bucket;
+            m.posted.store(false, std::memory_order_relaxed);
+        }
+        for (const std::vector<relax>& chunk : L.mail) {
+            const std::size_t n = chunk.size();
+            for (std::size_t i = 0; i < n; ++i) {
+                if (i + prefetch_distance < n) {
+                    __builtin_prefetch(&labels[chunk[i + prefetch_distance].vertex], 1);
+                }
+                improve<true>(L, chunk[i].vertex, chunk[i].dist, chunk[i].parent);
+            }
+        }
+        L.mail.clear();
+    }
+
+    /// Threads > 1, at the end of a thread's work in a round: posts its partial chunks, then
+    /// takes mail (and polls) until every thread has posted, and takes the rest.
+    void finish_work(lane& L) {
+        post_all(L);
+        finished.fetch_add(1, std::memory_order_acq_rel);
+        const int threads = static_cast<int>(mailboxes.size());
+        while (finished.load(std::memory_order_acquire) < threads) {
+            take_mail(L);
+            if (ctx.poll() == 0) std::this_thread::yield();
+        }
+        take_mail(L);
+    }
+
     /// Relaxes edges [begin, end) of `u`'s list.
-    void relax_edges(std::uint32_t u, float du, std::uint64_t begin, std::uint64_t end) {
+    template <bool Parallel>
+    void relax_edges(lane& L, std::uint32_t u, float du, std::uint64_t begin, std::uint64_t end) {
         const adjacency* list = g.adj.data() + g.offsets[u];
         const std::uint32_t parent = g.first + u;
         // In blocks: first the entries whose target is not final, without a branch (most
@@ -138,7 +288,10 @@ struct sssp_kernel::state {
             std::uint32_t n = 0;
             for (std::uint64_t i = start; i < stop; ++i) {
                 open[n] = static_cast<std::uint32_t>(i);
-                n += final_global.test(list[i].target) ? 0U : 1U;
+                // With threads, other ranks' words are stored by handlers on other threads.
+                const bool final = Parallel ? final_global.test_shared(list[i].target)
+                                            : final_global.test(list[i].target);
+                n += final ? 0U : 1U;
             }
             // Then split into local and remote targets, again without a branch.
             std::uint32_t local[block], remote[block];
@@ -155,7 +308,7 @@ struct sssp_kernel::state {
                                        1);
                 }
                 const adjacency& a = list[local[k]];
-                improve(a.target - g.first, du + a.w, parent);
+                improve<Parallel>(L, a.target - g.first, du + a.w, parent);
             }
             for (std::uint32_t k = 0; k < nr; ++k) {
                 const adjacency& a = list[remote[k]];
@@ -191,46 +344,118 @@ struct sssp_kernel::state {
         return static_cast<float>(b + 1) * opt.delta;
     }
 
-    /// Relaxes the inner short edges of the vertices in `round` that are still in bucket `b`
-    /// and not relaxed at their current distance yet.
-    void relax_light(std::uint64_t b) {
-        for (std::size_t i = 0; i < round.size(); ++i) {
-            prefetch_vertex(round, i);
-            const std::uint32_t u = round[i];
+    /// Relaxes the inner short edges of the vertices in `L.round` that are still in bucket
+    /// `b` and not relaxed at their current distance yet.
+    template <bool Parallel>
+    void relax_light(lane& L, std::uint64_t b) {
+        for (std::size_t i = 0; i < L.round.size(); ++i) {
+            if constexpr (Parallel) {
+                if (i % 16 == 0) take_mail(L);
+            }
+            prefetch_vertex(L.round, i);
+            const std::uint32_t u = L.round[i];
             const float du = labels[u].dist;
             if (labels[u].bucket != b || done_in_round.test_and_set(u)) continue;
-            touched.push_back(u);
-            if (!in_settled.test_and_set(u)) settled.push_back(u);
+            L.touched.push_back(u);
+            if (!in_settled.test_and_set(u)) L.settled.push_back(u);
             // Inner short edges only (w < end of the bucket − d(u)); the outer ones are
             // relaxed once with u's final distance in the heavy round, which splits the list
             // with the same comparison.
             const float limit = bucket_end(b) - du;
             if (!(labels[u].lightest < limit)) continue;
-            relax_edges(u, du, 0, split(u, limit));
+            relax_edges<Parallel>(L, u, du, 0, split(u, limit));
         }
     }
 
-    /// One round of light-edge relaxations from the vertices now in bucket `b`, fused: what
-    /// lands in bucket `b` meanwhile (local improvements, and relaxations from other ranks
-    /// handled during sends) is relaxed in the same round while it is small (`fuse_below`).
+    /// One round of light-edge relaxations from `L`'s vertices now in bucket `b`, fused:
+    /// what lands in bucket `b` meanwhile (local improvements, and relaxations from other
+    /// ranks handled during sends) is relaxed in the same round while it is small
+    /// (`fuse_below`).
+    template <bool Parallel>
+    void light_work(lane& L, std::uint64_t b) {
+        if (b >= L.buckets.size()) L.buckets.resize(b + 1);
+        do {
+            L.round.clear();
+            L.round.swap(L.buckets[b]);
+            relax_light<Parallel>(L, b);
+            if constexpr (Parallel) take_mail(L);
+        } while (opt.bucket_fusion && !L.buckets[b].empty() && L.buckets[b].size() < fuse_below);
+        relaxes.flush();  // this thread's buffers
+    }
+
+    /// Relaxes the outer short and heavy edges of `L`'s settled vertices, whose distances are
+    /// final now.
+    template <bool Parallel>
+    void heavy_work(lane& L, std::uint64_t b) {
+        for (std::size_t i = 0; i < L.settled.size(); ++i) {
+            if constexpr (Parallel) {
+                if (i % 16 == 0) take_mail(L);
+            }
+            prefetch_vertex(L.settled, i);
+            const std::uint32_t u = L.settled[i];
+            const float du = labels[u].dist;
+            relax_edges<Parallel>(L, u, du, split(u, bucket_end(b) - du), g.degree(u));
+            in_settled.words()[u >> 6] = 0;
+        }
+        L.settled.clear();
+        relaxes.flush();
+    }
+
+    /// Runs `first()` on the rank's thread and then `work(lane)` in an epoch: on the rank's
+    /// thread, or with threads on every thread of the crew (each first applying its mail and
+    /// then exchanging mail until all are done), every one polling until the epoch has
+    /// ended. Relaxations handed over after that (by handlers) wait in the mailboxes.
+    template <class First, class Work>
+    void in_epoch(First&& first, Work&& work) {
+        epoch ep(ctx, {.depth = 0});
+        first();
+        if (!parallel) {
+            work(lanes[0]);
+            ep.end();
+        } else {
+            finished.store(0, std::memory_order_relaxed);
+            workers->run(
+                [&](int t) {
+                    lane& L = lanes[static_cast<std::size_t>(t)];
+                    try {
+                        take_mail(L);
+                        work(L);
+                    } catch (...) {
+                        finish_work(L);  // the others wait for every thread to finish
+                        throw;
+                    }
+                    finish_work(L);
+                },
+                true);
+            try {
+                ep.end();
+            } catch (...) {
+                workers->park();
+                throw;
+            }
+            workers->park();
+            for (lane& L : lanes) post_all(L);
+        }
+        out->messages += ep.stats().messages_sent;
+    }
+
     void light_round(std::uint64_t b) {
         floor_bucket = b;
-        epoch ep(ctx, {.depth = 0});
-        do {
-            round.clear();
-            round.swap(buckets[b]);
-            relax_light(b);
-        } while (opt.bucket_fusion && !buckets[b].empty() && buckets[b].size() < fuse_below);
-        relaxes.flush();
-        ep.end();
-        out->messages += ep.stats().messages_sent;
-        for (const std::uint32_t u : touched) done_in_round.words()[u >> 6] = 0;
-        touched.clear();
+        const auto nothing = [] {};
+        if (parallel) {
+            in_epoch(nothing, [&](lane& L) { light_work<true>(L, b); });
+        } else {
+            in_epoch(nothing, [&](lane& L) { light_work<false>(L, b); });
+        }
+        for (lane& L : lanes) {
+            for (const std::uint32_t u : L.touched) done_in_round.words()[u >> 6] = 0;
+            L.touched.clear();
+        }
     }
 
     /// Marks the bucket's vertices final and sends the changed bitmap words to every rank.
-    void publish_final() {
-        for (const std::uint32_t u : settled) {
+    void publish_final(const std::vector<std::uint32_t>& list) {
+        for (const std::uint32_t u : list) {
             const std::uint64_t v = std::uint64_t{g.first} + u;
             final_global.set(v);
             const std::uint64_t w = u >> 6;
@@ -246,34 +471,47 @@ struct sssp_kernel::state {
         dirty_words.clear();
     }
 
-    /// Relaxes the outer short and heavy edges of the bucket's vertices, whose distances are
-    /// final now.
     void heavy_round(std::uint64_t b) {
         floor_bucket = b + 1;
-        epoch ep(ctx, {.depth = 0});
-        publish_final();
-        for (std::size_t i = 0; i < settled.size(); ++i) {
-            prefetch_vertex(settled, i);
-            const std::uint32_t u = settled[i];
-            const float du = labels[u].dist;
-            relax_edges(u, du, split(u, bucket_end(b) - du), g.degree(u));
-            in_settled.words()[u >> 6] = 0;
+        if (parallel) {
+            settled.clear();
+            for (lane& L : lanes) settled.insert(settled.end(), L.settled.begin(), L.settled.end());
+            in_epoch([&] { publish_final(settled); }, [&](lane& L) { heavy_work<true>(L, b); });
+        } else {
+            in_epoch([&] { publish_final(lanes[0].settled); },
+                     [&](lane& L) { heavy_work<false>(L, b); });
         }
-        relaxes.flush();
-        ep.end();
-        out->messages += ep.stats().messages_sent;
-        settled.clear();
     }
 
     [[nodiscard]] std::uint64_t next_bucket(std::uint64_t after) const noexcept {
-        for (std::uint64_t b = after; b < buckets.size(); ++b) {
-            if (!buckets[b].empty()) return b;
+        std::uint64_t best = no_bucket;
+        for (const lane& L : lanes) {
+            for (std::uint64_t b = after; b < std::min<std::uint64_t>(L.buckets.size(), best);
+                 ++b) {
+                if (!L.buckets[b].empty()) {
+                    best = b;
+                    break;
+                }
+            }
         }
-        return no_bucket;
+        for (const mailbox& m : mailboxes) {
+            if (m.entries > 0) best = std::min(best, std::max(m.min_bucket, after));
+        }
+        return best;
     }
 
-    void run(std::uint32_t root, search_result& result) {
-        out = &result;
+    /// Entries of bucket `b` on this rank, counting every handed-over relaxation that may
+    /// land there.
+    [[nodiscard]] std::uint64_t bucket_size(std::uint64_t b) const noexcept {
+        std::uint64_t n = 0;
+        for (const lane& L : lanes) {
+            n += b < L.buckets.size() ? L.buckets[b].size() : 0;
+        }
+        for (const mailbox& m : mailboxes) n += m.min_bucket <= b ? m.entries : 0;
+        return n;
+    }
+
+    void reset_search() {
         if (labels.size() != g.local_n) {
             labels.resize(g.local_n);
             for (std::uint32_t v = 0; v < g.local_n; ++v) {
@@ -285,17 +523,33 @@ struct sssp_kernel::state {
             l.dist = std::numeric_limits<float>::infinity();
             l.parent = no_parent;
         }
-        result.messages = 0;
-        result.bottom_up_levels = 0;
-        for (auto& b : buckets) b.clear();
+        for (lane& L : lanes) {
+            for (auto& b : L.buckets) b.clear();
+            for (outbox& box : L.outboxes) box = outbox{};
+        }
+        for (mailbox& m : mailboxes) {
+            m.chunks.clear();
+            m.entries = 0;
+            m.min_bucket = no_bucket;
+            m.posted.store(false, std::memory_order_relaxed);
+        }
         final_global.clear();
         floor_bucket = 0;
-        if (g.owns(root)) improve(root - g.first, 0.0f, root);
+    }
+
+    void run(std::uint32_t root, search_result& result) {
+        out = &result;
+        reset_search();
+        result.messages = 0;
+        result.bottom_up_levels = 0;
+        if (g.owns(root)) {
+            const std::uint32_t r = root - g.first;
+            improve<false>(lanes[parallel ? owner(r) : 0], r, 0.0f, root);
+        }
         int rounds = 0;
         for (std::uint64_t b = red.min(next_bucket(0)); b != no_bucket;
              b = red.min(next_bucket(b + 1))) {
-            while (red.sum(b < buckets.size() ? buckets[b].size() : 0) > 0) {
-                if (b >= buckets.size()) buckets.resize(b + 1);
+            while (red.sum(bucket_size(b)) > 0) {
                 light_round(b);
                 ++rounds;
             }

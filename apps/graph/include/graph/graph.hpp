@@ -138,10 +138,10 @@ struct kernel_options {
     double damping = 0.85;             ///< PageRank: the damping factor d
     double tolerance = 1e-6;           ///< PageRank: stop when Σ|score change| < tolerance
     int max_iterations = 200;          ///< PageRank: stop after this many iterations
-    /// BFS: threads per rank, 1 to 64 (AM++ §4.3.1). Above 1 the kernel starts `threads − 1`
-    /// worker threads for its lifetime; they and the rank's thread split each level's work
-    /// and run the visit handlers, so the context must have `config::thread_multiple`. The
-    /// other kernels take 1 only.
+    /// BFS and SSSP: threads per rank, 1 to 64 (AM++ §4.3.1). Above 1 the kernel starts
+    /// `threads − 1` worker threads for its lifetime; they and the rank's thread split each
+    /// level's or round's work and run the message handlers, so the context must have
+    /// `config::thread_multiple`. The other kernels take 1 only.
     int threads = 1;
 };
 
@@ -186,10 +186,20 @@ delta_choice auto_delta(context& ctx, const csr_graph& g);
 
 /// Δ-stepping SSSP (Meyer & Sanders), one epoch per light-edge round and one per bucket's
 /// heavy edges; relaxations to other ranks go through a coalescing layer.
+///
+/// With `kernel_options::threads` T > 1, T − 1 worker threads (started by the constructor,
+/// joined by the destructor) help the rank's thread inside `run`. Each thread owns a slice
+/// of the rank's vertices (multiples of 512) and alone reads and writes their distances,
+/// buckets and bitmaps, relaxing from its own vertices only; a relaxation of another
+/// thread's vertex goes to that thread in chunks of 256 (through a mailbox, during the round)
+/// as a message to another rank would. Relaxation handlers run on every thread and hand over
+/// likewise. During `run` no thread outside the kernel's may poll the context: a relaxation
+/// handler on one throws std::logic_error. Outside `run` the workers do not poll.
 class sssp_kernel {
   public:
     /// Collective. Δ = `opt.delta`, or `auto_delta` when it is 0. Throws
-    /// std::invalid_argument naming the rank for Δ < 1e-6 (other than 0) or not finite.
+    /// std::invalid_argument naming the rank for Δ < 1e-6 (other than 0) or not finite, for
+    /// `threads` outside [1, 64], or above 1 on a context without `config::thread_multiple`.
     sssp_kernel(context& ctx, const csr_graph& g, kernel_options opt = {});
     /// The Δ in use.
     [[nodiscard]] float delta() const noexcept;

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// Handler threads of one rank for the graph kernels (apps/graph internal).
+#pragma once
+
+#include <am/context.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace am::graph {
+
+/// The rank's thread and `size() − 1` workers, running one job at a time (a BFS level's or an
+/// SSSP round's work). Between jobs a worker spins briefly (yielding its core) and then
+/// sleeps on a futex; it never polls there, so handlers of the program's other objects stay
+/// on the rank's thread. An exception on a worker is rethrown on the rank's thread by `run`
+/// or `park`. Construct it on the rank's thread.
+class crew {
+  public:
+    crew(context& ctx, int threads) : _ctx(ctx), _workers(threads - 1) {
+        _ids.push_back(std::this_thread::get_id());
+        for (int t = 1; t < threads; ++t) _threads.emplace_back([this, t] { work(t); });
+        for (const auto& t : _threads) _ids.push_back(t.get_id());
+    }
+    ~crew() {
+        _stop = true;  // published by the round's release
+        _round.fetch_add(1, std::memory_order_release);
+        _round.notify_all();
+        for (auto& t : _threads) t.join();
+    }
+    crew(const crew&) = delete;
+    crew& operator=(const crew&) = delete;
+
+    [[nodiscard]] int size() const noexcept { return _workers + 1; }
+
+    /// The calling thread's index (0: the rank's thread), or −1 for a thread not in the crew.
+    [[nodiscard]] int self() const noexcept {
+        const auto id = std::this_thread::get_id();
+        for (std::size_t t = 0; t < _ids.size(); ++t) {
+            if (_ids[t] == id) return static_cast<int>(t);
+        }
+        return -1;
+    }
+
+    /// Runs `job(t)` on every thread t (0: the calling, rank's thread) and returns when all
+    /// have finished it. With `poll`, every thread polls the context while it waits and the
+    /// workers go on polling (running handlers) until `park()`; otherwise the workers are
+    /// parked when it returns.
+    void run(const std::function<void(int)>& job, bool poll) {
+        _job = &job;
+        _poll.store(poll, std::memory_order_relaxed);
+        _done.store(0, std::memory_order_relaxed);
+        _parked.store(0, std::memory_order_relaxed);
+        _round.fetch_add(1, std::memory_order_release);
+        _round.notify_all();
+        try {
+            job(0);
+        } catch (...) {
+            keep(std::current_exception());
+        }
+        while (_done.load(std::memory_order_acquire) < _workers) {
+            if (!poll || _ctx.poll() == 0) std::this_thread::yield();
+        }
+        if (!poll || failed()) park();
+    }
+    /// Stops the workers' polling after a `run` with `poll` and waits until they stop.
+    void park() {
+        _poll.store(false, std::memory_order_release);
+        while (_parked.load(std::memory_order_acquire) < _workers) std::this_thread::yield();
+        std::exception_ptr e;
+        {
+            std::lock_guard lock(_error_mutex);
+            e = std::exchange(_error, nullptr);
+        }
+        if (e) std::rethrow_exception(e);
+    }
+
+  private:
+    /// Yields this many times looking for the next job before sleeping: a kernel's jobs
+    /// follow each other within microseconds (an SSSP search runs ~100 rounds), and a futex
+    /// wake-up would cost more than a short job.
+    static constexpr int spins_before_sleep = 2048;
+
+    void wait_round(std::uint32_t seen) {
+        for (int i = 0; i < spins_before_sleep; ++i) {
+            if (_round.load(std::memory_order_acquire) != seen) return;
+            std::this_thread::yield();
+        }
+        _round.wait(seen, std::memory_order_acquire);
+    }
+
+    void work(int t) {
+        std::uint32_t seen = 0;
+        for (;;) {
+            wait_round(seen);
+            seen = _round.load(std::memory_order_acquire);
+            if (_stop) return;
+            try {
+                (*_job)(t);
+            } catch (...) {
+                keep(std::current_exception());
+            }
+            _done.fetch_add(1, std::memory_order_release);
+            try {
+                while (_poll.load(std::memory_order_acquire)) {
+                    if (_ctx.poll() == 0) std::this_thread::yield();
+                }
+            } catch (...) {
+                keep(std::current_exception());
+            }
+            _parked.fetch_add(1, std::memory_order_release);
+        }
+    }
+    // A polling worker may fail while the rank's thread looks: both under the lock.
+    bool failed() {
+        std::lock_guard lock(_error_mutex);
+        return _error != nullptr;
+    }
+    void keep(std::exception_ptr e) {
+        std::lock_guard lock(_error_mutex);
+        if (!_error) _error = std::move(e);
+    }
+
+    context& _ctx;
+    const int _workers;
+    std::vector<std::thread> _threads;
+    std::vector<std::thread::id> _ids;  // [0]: the rank's thread
+    const std::function<void(int)>* _job = nullptr;
+    bool _stop = false;
+    std::atomic<std::uint32_t> _round{0};  // bumped to start a job (or to stop)
+    std::atomic<bool> _poll{false};        // workers poll after their share while set
+    std::atomic<int> _done{0};             // workers that finished the job
+    std::atomic<int> _parked{0};           // workers that stopped polling
+    std::mutex _error_mutex;
+    std::exception_ptr _error;
+};
+
+inline constexpr int max_threads = 64;
+
+/// Checks `threads` (kernel_options::threads) for the kernel named `who` and, above 1,
+/// starts the crew and has each worker poll once: on a context without
+/// config::thread_multiple that throws, which becomes a clear error here rather than a
+/// corrupted buffer later. Returns nullptr for 1 thread.
+inline std::unique_ptr<crew> make_crew(context& ctx, int threads, const char* who) {
+    const std::string prefix = std::string("am::graph::") + who + ": rank " +
+                               std::to_string(ctx.rank()) +
+                               ": kernel_options::threads = " + std::to_string(threads);
+    if (threads < 1 || threads > max_threads) {
+        throw std::invalid_argument(prefix + " is outside [1, " + std::to_string(max_threads) +
+                                    "]");
+    }
+    if (threads == 1) return nullptr;
+    auto c = std::make_unique<crew>(ctx, threads);
+    try {
+        c->run([&ctx](int t) { (void)(t > 0 && ctx.poll() > 0); }, false);
+    } catch (const error& e) {
+        throw std::invalid_argument(
+            prefix +
+            " needs a context with config::thread_multiple (AM_THREAD_MULTIPLE=1): " + e.what());
+    }
+    return c;
+}
+
+}  // namespace am::graph
