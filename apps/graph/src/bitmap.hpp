@@ -32,6 +32,10 @@ class bitmap {
     [[nodiscard]] bool test_shared(std::uint64_t i) const noexcept {
         return (word(i).load(std::memory_order_relaxed) >> (i & 63)) & 1U;
     }
+    /// Sets bit i where this thread is the only one to write its word.
+    void set_shared(std::uint64_t i) noexcept {
+        word(i).store(_w[i >> 6] | (std::uint64_t{1} << (i & 63)), std::memory_order_relaxed);
+    }
     void store_word_shared(std::uint64_t index, std::uint64_t bits) noexcept {
         std::atomic_ref<std::uint64_t>(_w[index]).store(bits, std::memory_order_relaxed);
     }

@@ -85,13 +85,17 @@ struct alignas(64) mailbox {
 /// it settled and relaxed in the current bucket and round, and its outboxes to the other
 /// threads. One lane per thread of the crew.
 struct alignas(64) lane {
-    std::size_t index = 0;  // its thread, which owns its vertices
+    std::size_t index = 0;  // its thread
+    std::uint32_t lo = 0;   // it owns local vertices [lo, lo + span)
+    std::uint32_t span = 0;
+    [[nodiscard]] bool owns(std::uint32_t local) const noexcept { return local - lo < span; }
     std::vector<std::vector<std::uint32_t>> buckets;
-    std::vector<std::uint32_t> settled;    // removed from the current bucket
-    std::vector<std::uint32_t> touched;    // their done_in_round bit is set
-    std::vector<std::uint32_t> round;      // the part of the bucket being relaxed
-    std::vector<outbox> outboxes;          // threads > 1: [owner]
-    std::vector<std::vector<relax>> mail;  // threads > 1: chunks taken from its mailbox
+    std::vector<std::uint32_t> settled;      // removed from the current bucket
+    std::vector<std::uint32_t> touched;      // their done_in_round bit is set
+    std::vector<std::uint32_t> round;        // the part of the bucket being relaxed
+    std::vector<outbox> outboxes;            // threads > 1: [owner]
+    std::vector<std::vector<relax>> mail;    // threads > 1: chunks taken from its mailbox
+    std::vector<std::uint64_t> dirty_words;  // words of final_global it changed this bucket
 };
 
 }  // namespace
@@ -112,11 +116,9 @@ struct sssp_kernel::state {
     std::atomic<int> finished{0};    // threads > 1: crew threads done with a round's work
     bitmap in_settled;
     bitmap done_in_round;  // relaxed at its current distance in the current light round
-    std::vector<std::uint32_t> settled;    // threads > 1: every lane's, for publish_final
-    bitmap final_global;                   // global: vertices of completed buckets (final)
+    bitmap final_global;   // global: vertices of completed buckets (final)
     std::vector<std::uint8_t> word_dirty;  // local words of final_global changed this bucket
-    std::vector<std::uint64_t> dirty_words;
-    std::unique_ptr<crew> workers;  // threads > 1 only
+    std::unique_ptr<crew> workers;         // threads > 1 only
     message_type<relax> relax_msg;
     coalesced<relax> relaxes;
     word_broadcast final_words;
@@ -144,6 +146,12 @@ struct sssp_kernel::state {
         mailboxes = std::vector<mailbox>(parallel ? threads : 0);
         for (std::size_t t = 0; t < lanes.size(); ++t) {
             lanes[t].index = t;
+            const std::uint64_t lo = std::min<std::uint64_t>(t * slice, graph.local_n);
+            const std::uint64_t hi = t + 1 == lanes.size()
+                                         ? graph.local_n
+                                         : std::min<std::uint64_t>((t + 1) * slice, graph.local_n);
+            lanes[t].lo = static_cast<std::uint32_t>(lo);
+            lanes[t].span = static_cast<std::uint32_t>(hi - lo);
             if (parallel) lanes[t].outboxes.resize(threads);
         }
     }
@@ -163,20 +171,18 @@ struct sssp_kernel::state {
         return std::min<std::size_t>(local / slice, lanes.size() - 1);
     }
 
+    /// Threads > 1: hands the relaxation of another thread's vertex `local` over to it.
+    void hand_over(lane& L, std::uint32_t local, float d, std::uint32_t parent) {
+        const std::size_t o = owner(local);
+        outbox& box = L.outboxes[o];
+        box.filling.push_back(relax{local, parent, d});
+        box.min_bucket = std::min(box.min_bucket, std::max(bucket_of(d), floor_bucket));
+        if (box.filling.size() >= chunk_relaxations) post(box, mailboxes[o]);
+    }
+
     /// Lowers `local`'s distance to `d` through `parent` if that is shorter, and puts it in
-    /// its bucket. With threads, a vertex of another thread is handed over instead.
-    template <bool Parallel>
+    /// its bucket; `local` is `L`'s thread's.
     void improve(lane& L, std::uint32_t local, float d, std::uint32_t parent) {
-        if constexpr (Parallel) {
-            const std::size_t o = owner(local);
-            if (o != L.index) {
-                outbox& box = L.outboxes[o];
-                box.filling.push_back(relax{local, parent, d});
-                box.min_bucket = std::min(box.min_bucket, std::max(bucket_of(d), floor_bucket));
-                if (box.filling.size() >= chunk_relaxations) post(box, mailboxes[o]);
-                return;
-            }
-        }
         label& l = labels[local];
         if (!(d < l.dist)) return;
         l.dist = d;
@@ -200,7 +206,12 @@ struct sssp_kernel::state {
             if (i + prefetch_distance < n) {
                 __builtin_prefetch(&labels[batch[i + prefetch_distance].vertex - g.first], 1);
             }
-            improve<Parallel>(L, batch[i].vertex - g.first, batch[i].dist, batch[i].parent);
+            const std::uint32_t local = batch[i].vertex - g.first;
+            if (Parallel && !L.owns(local)) {
+                hand_over(L, local, batch[i].dist, batch[i].parent);
+            } else {
+                improve(L, local, batch[i].dist, batch[i].parent);
+            }
         }
     }
 
@@ -219,8 +230,9 @@ struct sssp_kernel::state {
         receive_into<true>(lanes[static_cast<std::size_t>(t)], batch);
     }
 
-    /// Threads > 1: moves `box`'s chunk to the owner's mailbox.
-    static void post(outbox& box, mailbox& m) {
+    /// Threads > 1: moves `box`'s chunk to the owner's mailbox. Out of line: `improve`, which
+    /// calls it once per chunk, stays small enough to be inlined into the relaxation loops.
+    [[gnu::noinline]] static void post(outbox& box, mailbox& m) {
         std::vector<relax> chunk;
         chunk.reserve(chunk_relaxations);
         chunk.swap(box.filling);
@@ -255,7 +267,7 @@ struct sssp_kernel::state {
                 if (i + prefetch_distance < n) {
                     __builtin_prefetch(&labels[chunk[i + prefetch_distance].vertex], 1);
                 }
-                improve<true>(L, chunk[i].vertex, chunk[i].dist, chunk[i].parent);
+                improve(L, chunk[i].vertex, chunk[i].dist, chunk[i].parent);
             }
         }
         L.mail.clear();
@@ -293,11 +305,13 @@ struct sssp_kernel::state {
                                             : final_global.test(list[i].target);
                 n += final ? 0U : 1U;
             }
-            // Then split into local and remote targets, again without a branch.
+            // Then split into this thread's targets and the others (other ranks', and with
+            // threads other threads'), again without a branch.
             std::uint32_t local[block], remote[block];
             std::uint32_t nl = 0, nr = 0;
             for (std::uint32_t k = 0; k < n; ++k) {
-                const bool mine = g.owns(list[open[k]].target);
+                const std::uint32_t target = list[open[k]].target;
+                const bool mine = Parallel ? L.owns(target - g.first) : g.owns(target);
                 local[nl] = remote[nr] = open[k];
                 nl += mine ? 1U : 0U;
                 nr += mine ? 0U : 1U;
@@ -308,11 +322,15 @@ struct sssp_kernel::state {
                                        1);
                 }
                 const adjacency& a = list[local[k]];
-                improve<Parallel>(L, a.target - g.first, du + a.w, parent);
+                improve(L, a.target - g.first, du + a.w, parent);
             }
             for (std::uint32_t k = 0; k < nr; ++k) {
                 const adjacency& a = list[remote[k]];
-                relaxes.send(relax{a.target, parent, du + a.w}, g.part.owner(a.target));
+                if (Parallel && g.owns(a.target)) {
+                    hand_over(L, a.target - g.first, du + a.w, parent);
+                } else {
+                    relaxes.send(relax{a.target, parent, du + a.w}, g.part.owner(a.target));
+                }
             }
         }
     }
@@ -387,6 +405,7 @@ struct sssp_kernel::state {
     /// final now.
     template <bool Parallel>
     void heavy_work(lane& L, std::uint64_t b) {
+        publish_final<Parallel>(L);
         for (std::size_t i = 0; i < L.settled.size(); ++i) {
             if constexpr (Parallel) {
                 if (i % 16 == 0) take_mail(L);
@@ -401,14 +420,14 @@ struct sssp_kernel::state {
         relaxes.flush();
     }
 
-    /// Runs `first()` on the rank's thread and then `work(lane)` in an epoch: on the rank's
-    /// thread, or with threads on every thread of the crew (each first applying its mail and
-    /// then exchanging mail until all are done), every one polling until the epoch has
-    /// ended. Relaxations handed over after that (by handlers) wait in the mailboxes.
-    template <class First, class Work>
-    void in_epoch(First&& first, Work&& work) {
+    /// Runs `work(lane)` in an epoch: on the rank's thread, or with threads on every thread of
+    /// the crew (each first clearing its done_in_round bits of the last light round and
+    /// applying its mail, at the end exchanging mail until all are done), every one polling
+    /// until the epoch has ended. Relaxations handed over after that (by handlers) wait in
+    /// the mailboxes.
+    template <class Work>
+    void in_epoch(Work&& work) {
         epoch ep(ctx, {.depth = 0});
-        first();
         if (!parallel) {
             work(lanes[0]);
             ep.end();
@@ -418,6 +437,7 @@ struct sssp_kernel::state {
                 [&](int t) {
                     lane& L = lanes[static_cast<std::size_t>(t)];
                     try {
+                        clear_touched(L);
                         take_mail(L);
                         work(L);
                     } catch (...) {
@@ -439,47 +459,53 @@ struct sssp_kernel::state {
         out->messages += ep.stats().messages_sent;
     }
 
+    /// Clears the done_in_round bits `L`'s thread set (its own words).
+    void clear_touched(lane& L) {
+        for (const std::uint32_t u : L.touched) done_in_round.words()[u >> 6] = 0;
+        L.touched.clear();
+    }
+
     void light_round(std::uint64_t b) {
         floor_bucket = b;
-        const auto nothing = [] {};
         if (parallel) {
-            in_epoch(nothing, [&](lane& L) { light_work<true>(L, b); });
+            in_epoch([&](lane& L) { light_work<true>(L, b); });
         } else {
-            in_epoch(nothing, [&](lane& L) { light_work<false>(L, b); });
-        }
-        for (lane& L : lanes) {
-            for (const std::uint32_t u : L.touched) done_in_round.words()[u >> 6] = 0;
-            L.touched.clear();
+            in_epoch([&](lane& L) { light_work<false>(L, b); });
+            clear_touched(lanes[0]);
         }
     }
 
-    /// Marks the bucket's vertices final and sends the changed bitmap words to every rank.
-    void publish_final(const std::vector<std::uint32_t>& list) {
-        for (const std::uint32_t u : list) {
+    /// Marks `L`'s settled vertices final and sends the changed bitmap words to every rank.
+    /// With threads each publishes its own, whose words no other thread writes (others read
+    /// them meanwhile: the stores are atomic).
+    template <bool Parallel>
+    void publish_final(lane& L) {
+        for (const std::uint32_t u : L.settled) {
             const std::uint64_t v = std::uint64_t{g.first} + u;
-            final_global.set(v);
+            if constexpr (Parallel) {
+                final_global.set_shared(v);
+            } else {
+                final_global.set(v);
+            }
             const std::uint64_t w = u >> 6;
             if (word_dirty[w] == 0) {
                 word_dirty[w] = 1;
-                dirty_words.push_back((g.first >> 6) + w);
+                L.dirty_words.push_back((g.first >> 6) + w);
             }
         }
-        for (const std::uint64_t w : dirty_words) {
+        for (const std::uint64_t w : L.dirty_words) {
             final_words.send(w);
             word_dirty[w - (g.first >> 6)] = 0;
         }
-        dirty_words.clear();
+        L.dirty_words.clear();
     }
 
     void heavy_round(std::uint64_t b) {
         floor_bucket = b + 1;
         if (parallel) {
-            settled.clear();
-            for (lane& L : lanes) settled.insert(settled.end(), L.settled.begin(), L.settled.end());
-            in_epoch([&] { publish_final(settled); }, [&](lane& L) { heavy_work<true>(L, b); });
+            in_epoch([&](lane& L) { heavy_work<true>(L, b); });
         } else {
-            in_epoch([&] { publish_final(lanes[0].settled); },
-                     [&](lane& L) { heavy_work<false>(L, b); });
+            in_epoch([&](lane& L) { heavy_work<false>(L, b); });
         }
     }
 
@@ -544,7 +570,7 @@ struct sssp_kernel::state {
         result.bottom_up_levels = 0;
         if (g.owns(root)) {
             const std::uint32_t r = root - g.first;
-            improve<false>(lanes[parallel ? owner(r) : 0], r, 0.0f, root);
+            improve(lanes[parallel ? owner(r) : 0], r, 0.0f, root);
         }
         int rounds = 0;
         for (std::uint64_t b = red.min(next_bucket(0)); b != no_bucket;
