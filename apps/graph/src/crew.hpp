@@ -19,10 +19,10 @@
 namespace am::graph {
 
 /// The rank's thread and `size() − 1` workers, running one job at a time (a BFS level's or an
-/// SSSP round's work). Between jobs a worker spins briefly (yielding its core) and then
-/// sleeps on a futex; it never polls there, so handlers of the program's other objects stay
-/// on the rank's thread. An exception on a worker is rethrown on the rank's thread by `run`
-/// or `park`. Construct it on the rank's thread.
+/// SSSP round's work). Between jobs a worker sleeps on a futex and does not poll, so
+/// handlers of the program's other objects stay on the rank's thread. An exception on a
+/// worker is rethrown on the rank's thread by `run` or `park`. Construct it on the rank's
+/// thread.
 class crew {
   public:
     crew(context& ctx, int threads) : _ctx(ctx), _workers(threads - 1) {
@@ -84,23 +84,10 @@ class crew {
     }
 
   private:
-    /// Yields this many times looking for the next job before sleeping: a kernel's jobs
-    /// follow each other within microseconds (an SSSP search runs ~100 rounds), and a futex
-    /// wake-up would cost more than a short job.
-    static constexpr int spins_before_sleep = 2048;
-
-    void wait_round(std::uint32_t seen) {
-        for (int i = 0; i < spins_before_sleep; ++i) {
-            if (_round.load(std::memory_order_acquire) != seen) return;
-            std::this_thread::yield();
-        }
-        _round.wait(seen, std::memory_order_acquire);
-    }
-
     void work(int t) {
         std::uint32_t seen = 0;
         for (;;) {
-            wait_round(seen);
+            _round.wait(seen, std::memory_order_acquire);
             seen = _round.load(std::memory_order_acquire);
             if (_stop) return;
             try {

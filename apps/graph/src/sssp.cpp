@@ -279,9 +279,11 @@ struct sssp_kernel::state {
         post_all(L);
         finished.fetch_add(1, std::memory_order_acq_rel);
         const int threads = static_cast<int>(mailboxes.size());
-        while (finished.load(std::memory_order_acquire) < threads) {
+        for (unsigned spin = 0; finished.load(std::memory_order_acquire) < threads; ++spin) {
             take_mail(L);
-            if (ctx.poll() == 0) std::this_thread::yield();
+            // Polls now and then only: with more threads than cores, a poll on every turn
+            // (it takes the context's locks) slows the threads still working.
+            if (spin % 64 != 0 || ctx.poll() == 0) std::this_thread::yield();
         }
         take_mail(L);
     }
