@@ -8,8 +8,8 @@
 /// system's harmonic-mean TEPS and their ratio (system "am/pbgl", metric "teps_ratio":
 /// median = ratio of the medians, min = ratio of the minima, max = ratio of the maxima).
 /// PageRank: PBGL runs as many iterations as am's run of the same round took (am stops on its
-/// tolerance; PBGL's page_rank takes a count), read from am-graph500's statistics
-/// (median_nedge / edges); the ratio line then also has "iterations".
+/// tolerance; PBGL's page_rank takes a count), read from the "levels" of am-graph500's JSON
+/// line; the ratio line then also has "iterations".
 /// Exit status 0, 1 when a run failed or was not validated, 3 when a system is missing.
 #include "common/options.hpp"
 #include "common/sys.hpp"
@@ -174,11 +174,10 @@ bool executable(const std::string& p) {
 }
 
 /// Runs `argv` with `env` ("NAME=value") added; copies the JSON lines of its stdout to ours
-/// (other lines to stderr, and into `text`) and returns the Graph500 lines among them; its
-/// stderr passes through. `status` is its exit status (-1 when it could not run or was killed).
+/// (other lines to stderr) and returns the Graph500 lines among them; its stderr passes
+/// through. `status` is its exit status (-1 when it could not run or was killed).
 std::vector<g500::teps_line> run_child(std::vector<std::string> argv,
-                                       const std::vector<std::string>& env, int& status,
-                                       std::vector<std::string>& text) {
+                                       const std::vector<std::string>& env, int& status) {
     std::fflush(nullptr);
     int fds[2];
     if (pipe(fds) != 0) {
@@ -205,7 +204,6 @@ std::vector<g500::teps_line> run_child(std::vector<std::string> argv,
         const bool json = buf[0] == '{';
         std::fputs(buf, json ? stdout : stderr);
         std::fflush(json ? stdout : stderr);
-        if (!json) text.emplace_back(buf);
         if (auto t = g500::parse(buf)) lines.push_back(*t);
     }
     if (in != nullptr) std::fclose(in);
@@ -235,33 +233,14 @@ std::vector<std::string> graph_args(const options& o, const std::string& kernel)
 /// The harmonic-mean TEPS of one system and kernel, one per round.
 using series = std::map<std::string, std::vector<double>>;  // key: kernel
 
-/// The number after `prefix` on a line of `text` that starts with it, if any.
-std::optional<double> statistic(const std::vector<std::string>& text, const std::string& prefix) {
-    for (const std::string& line : text) {
-        if (line.rfind(prefix, 0) != 0) continue;
-        char* end = nullptr;
-        const double v = std::strtod(line.c_str() + prefix.size(), &end);
-        if (end != line.c_str() + prefix.size()) return v;
-    }
-    return std::nullopt;
-}
-
-/// am-graph500's PageRank iterations, from its statistics: the median edges counted per run
-/// (edges × iterations) over the graph's edges. 0 when they are missing.
-int am_iterations(const std::vector<std::string>& text) {
-    const std::optional<double> per_run = statistic(text, "pagerank median_nedge: ");
-    const std::optional<double> edges = statistic(text, "edges (undirected, no self-loops): ");
-    if (!per_run || !edges || *edges <= 0) return 0;
-    return static_cast<int>(std::lround(*per_run / *edges));
-}
-
-/// Runs one system once for `kernel`; adds its harmonic mean to `out`, and its stdout's
-/// other lines to `text`. False on failure.
+/// Runs one system once for `kernel`; adds its harmonic mean to `out` and sets `levels` to
+/// its line's (0 when it has none). False on failure.
 bool run_system(const std::string& system, std::vector<std::string> argv,
                 const std::vector<std::string>& env, const std::string& kernel, series& out,
-                std::vector<std::string>& text) {
+                double& levels) {
     int status = 0;
-    const std::vector<g500::teps_line> lines = run_child(std::move(argv), env, status, text);
+    levels = 0;
+    const std::vector<g500::teps_line> lines = run_child(std::move(argv), env, status);
     for (const g500::teps_line& t : lines) {
         if (t.base.op != kernel) continue;
         if (!t.validated) {
@@ -271,6 +250,7 @@ bool run_system(const std::string& system, std::vector<std::string> argv,
         }
         if (status == 0) {
             out[kernel].push_back(t.harmonic_mean);
+            levels = t.levels;
             return true;
         }
     }
@@ -335,17 +315,17 @@ int main(int argc, char** argv) {
     for (int round = 0; round < o.rounds; ++round) {
         for (const std::string& k : o.kernels) {
             const std::vector<std::string> args = graph_args(o, k);
-            std::vector<std::string> am_text;
+            double am_levels = 0;
             if (have_am) {
                 std::vector<std::string> cmd = {o.am, "--validate"};
                 if (o.top_down) cmd.push_back("--no-direction-opt");
                 cmd.insert(cmd.end(), args.begin(), args.end());
-                ok =
-                    run_system("am", cmd, {"AM_TRANSPORT=shm", "AM_RANKS=2"}, k, am, am_text) && ok;
+                ok = run_system("am", cmd, {"AM_TRANSPORT=shm", "AM_RANKS=2"}, k, am, am_levels) &&
+                     ok;
             }
             int steps = 0;
             if (k == "pagerank") {
-                steps = am_iterations(am_text);
+                steps = static_cast<int>(std::lround(am_levels));
                 if (steps > 0 && iterations[k] > 0 && iterations[k] != steps) {
                     std::fprintf(stderr,
                                  "graph500_bench: am's pagerank took %d iterations in this "
@@ -376,8 +356,8 @@ int main(int argc, char** argv) {
                 cmd.push_back(o.pbgl);
                 cmd.insert(cmd.end(), args.begin(), args.end());
                 if (steps > 0) cmd.insert(cmd.end(), {"--iterations", std::to_string(steps)});
-                std::vector<std::string> pbgl_text;
-                ok = run_system("pbgl", cmd, {}, k, pbgl, pbgl_text) && ok;
+                double pbgl_levels = 0;
+                ok = run_system("pbgl", cmd, {}, k, pbgl, pbgl_levels) && ok;
             }
         }
     }

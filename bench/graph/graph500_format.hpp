@@ -26,6 +26,9 @@ struct teps_line {
     int edgefactor = 0;
     double harmonic_mean = 0;  ///< of the per-root TEPS
     bool validated = false;    ///< every root's result passed validation
+    /// am-graph500 only: the median of the runs' levels (BFS levels, SSSP rounds, CC rounds,
+    /// PageRank iterations); 0 when the line has none (PBGL's).
+    double levels = 0;
 };
 
 /// Harmonic mean of positive values (0 when empty or when one is not positive).
@@ -75,6 +78,7 @@ inline std::optional<teps_line> parse(std::string_view line) {
     t.edgefactor = static_cast<int>(json_number(line, "edgefactor").value_or(0));
     t.harmonic_mean = json_number(line, "harmonic_mean").value_or(0);
     t.validated = line.find("\"validated\":true") != std::string_view::npos;
+    t.levels = json_number(line, "levels").value_or(0);
     return t;
 }
 
