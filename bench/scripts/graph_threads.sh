@@ -46,15 +46,23 @@ emit() {
 }
 
 for ((round = 1; round <= rounds; round++)); do
-  hop=$("$pingpong" --transport shm --ranks 2 --sizes 8 --ops short --reps 3 --json 2>/dev/null |
-    grep '"op":"hop"' | head -n 1)
+  hop=$("$pingpong" --transport shm --ranks 2 --sizes 8 --ops short --reps 3 --json \
+    2>/tmp/graph_threads_pingpong.$$ | grep '"op":"hop"' | head -n 1) || {
+    cat /tmp/graph_threads_pingpong.$$ >&2
+    echo "graph_threads.sh: round $round: am_pingpong gave no hop line" >&2
+    exit 1
+  }
+  rm -f /tmp/graph_threads_pingpong.$$
   emit "{\"round\":$round,${hop#\{}"
   for config in $configs; do
     ranks=${config%x*} threads=${config#*x}
-    AM_TRANSPORT=shm AM_RANKS=$ranks "$graph500" --scale "$scale" --kernel "$kernels" \
-      --roots "$roots" --threads "$threads" --json --quiet | grep '^{"bench":"graph500"' |
-      while IFS= read -r line; do
-        emit "{\"config\":\"$config\",\"round\":$round,${line#\{}"
-      done
+    lines=$(AM_TRANSPORT=shm AM_RANKS=$ranks "$graph500" --scale "$scale" --kernel "$kernels" \
+      --roots "$roots" --threads "$threads" --json --quiet | grep '^{"bench":"graph500"') || {
+      echo "graph_threads.sh: round $round, $config: am-graph500 failed" >&2
+      exit 1
+    }
+    while IFS= read -r line; do
+      emit "{\"config\":\"$config\",\"round\":$round,${line#\{}"
+    done <<<"$lines"
   done
 done

@@ -43,15 +43,13 @@ def summarize(rows):
 
 
 def round_ratios(rows):
-    """1x2 / 2x1 of each round's run medians, in round order."""
+    """1x2 / 2x1 of each round's run medians, in input order (a round: its file and number)."""
     by = {}
     for r in rows:
-        by.setdefault(r.get("round"), {})[(r["ranks"], r.get("threads", 1))] = r["median"]
-    return [
-        by[k][(1, 2)] / by[k][(2, 1)]
-        for k in sorted(by, key=lambda x: (x is None, x))
-        if (1, 2) in by[k] and (2, 1) in by[k]
-    ]
+        by.setdefault((r["_file"], r.get("round")), {})[(r["ranks"], r.get("threads", 1))] = r[
+            "median"
+        ]
+    return [v[(1, 2)] / v[(2, 1)] for v in by.values() if (1, 2) in v and (2, 1) in v]
 
 
 def table(figs, ratios):
@@ -111,7 +109,12 @@ def main():
     ap.add_argument("--out", default=".", help="directory for graph_threads.{md,png}")
     ap.add_argument("--no-plot", action="store_true")
     a = ap.parse_args()
-    rows = benchjson.load(a.files, bench="graph500")
+    everything = []  # each file once (a "-" is stdin), its rows tagged with it
+    for i, path in enumerate(a.files):
+        for r in benchjson.load([path]):
+            r["_file"] = i
+            everything.append(r)
+    rows = [r for r in everything if r.get("bench") == "graph500"]
     by_kernel = {}
     text = ""
     for kernel in ("bfs", "sssp"):
@@ -122,7 +125,7 @@ def main():
         text += f"**{kernel.upper()}**\n\n" + table(by_kernel[kernel], round_ratios(runs)) + "\n"
     if not by_kernel:
         sys.exit("plot_graph_threads.py: no am-graph500 BFS or SSSP lines in the input")
-    hop = hops(benchjson.load(a.files, bench="am_pingpong"))
+    hop = hops([r for r in everything if r.get("bench") == "am_pingpong"])
     if hop:
         text += (
             "Cache-line hop between the cores at the start of each round (µs): "

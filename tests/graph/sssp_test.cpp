@@ -182,6 +182,30 @@ TEST_P(graph_sssp, heavy_edge_into_current_bucket) {
               0);
 }
 
+// A path of 1000 vertices with weights 0.125–0.875 at Δ = 0.2: 8 bucket queues, distances up
+// to about 500, so the ring of queues wraps around some 300 times. Consecutive vertices of the
+// path lie far apart, on different ranks and thread slices.
+void check_long_path(am::context& ctx, int threads) {
+    const graph_spec spec = kronecker(12, 1);
+    std::vector<am::graph::edge> edges;
+    const auto at = [](std::uint32_t k) { return (k * 2731U) % 4096U; };
+    for (std::uint32_t i = 0; i < 1000; ++i) {
+        edges.push_back({at(i), at(i + 1), static_cast<float>(i % 7 + 1) / 8});
+    }
+    const reference ref =
+        make_reference(spec, edges.size(), [&](std::uint64_t i) { return edges[i]; });
+    const csr_graph g = csr_from_edges(ctx, spec, edges);
+    am::graph::sssp_kernel sssp(ctx, g, kernel_options{.delta = 0.2f, .threads = threads});
+    search_result r;
+    sssp.run(0, r);
+    check_sssp(ctx, g, ref, 0, r, "long path, delta 0.2, " + std::to_string(threads) + " threads");
+    EXPECT_GT(r.levels, 1000) << "the path should take over 500 buckets";
+}
+
+TEST_P(graph_sssp, long_path_wraps_the_bucket_ring) {
+    ASSERT_EQ(run([](am::context& ctx) { check_long_path(ctx, 1); }), 0);
+}
+
 AM_INSTANTIATE(graph_sssp, graph_params());
 
 class graph_sssp_threads : public spmd_test {};
@@ -201,6 +225,10 @@ TEST_P(graph_sssp_threads, kronecker) {
         0);
 }
 
+TEST_P(graph_sssp_threads, long_path_wraps_the_bucket_ring) {
+    ASSERT_EQ(run([](am::context& ctx) { check_long_path(ctx, 2); }, thread_multiple), 0);
+}
+
 TEST_P(graph_sssp_threads, erdos_renyi) {
     ASSERT_EQ(run(
                   [](am::context& ctx) {
@@ -210,6 +238,46 @@ TEST_P(graph_sssp_threads, erdos_renyi) {
                   },
                   thread_multiple),
               0);
+}
+
+// The bucket queues are a ring of ⌈max weight / Δ⌉ + 3 queues (rounded up to a power of two),
+// at most 2^20: a heavier edge for the Δ is refused by the constructor on every rank, naming
+// the rank, the weight, the Δ and the limit, with one thread and with two.
+class graph_sssp_thread_errors : public spmd_test {};
+
+TEST_P(graph_sssp_thread_errors, rejects_too_many_buckets) {
+    ASSERT_EQ(
+        run(
+            [](am::context& ctx) {
+                const graph_spec spec = kronecker(12, 1);
+                const std::vector<am::graph::edge> edges = {{0, 3000, 2.5f}, {3000, 3001, 0.5f}};
+                const csr_graph g = csr_from_edges(ctx, spec, edges);
+                for (const int threads : {1, 2}) {
+                    try {
+                        am::graph::sssp_kernel sssp(
+                            ctx, g, kernel_options{.delta = 1e-6f, .threads = threads});
+                        ADD_FAILURE() << "2.5 / 1e-6 buckets were accepted";
+                    } catch (const std::invalid_argument& e) {
+                        const std::string what = e.what();
+                        EXPECT_NE(what.find("sssp_kernel: rank " + std::to_string(ctx.rank()) +
+                                            ": heaviest edge 2.5 / delta 1e-06"),
+                                  std::string::npos)
+                            << what;
+                        EXPECT_NE(what.find("more than 2^20"), std::string::npos) << what;
+                    }
+                    // Within the limit (2^20 queues of 24 bytes) it runs, exactly.
+                    am::graph::sssp_kernel sssp(
+                        ctx, g, kernel_options{.delta = 2.5e-6f, .threads = threads});
+                    search_result r;
+                    sssp.run(0, r);
+                    const reference ref = make_reference(spec, edges.size(),
+                                                         [&](std::uint64_t i) { return edges[i]; });
+                    check_sssp(ctx, g, ref, 0, r,
+                               "delta 2.5e-6, " + std::to_string(threads) + " threads");
+                }
+            },
+            thread_multiple),
+        0);
 }
 
 // A thread count outside [1, 64], or above 1 on a single-threaded context, is refused by the
@@ -242,7 +310,16 @@ TEST_P(graph_sssp_thread_options, rejects_bad_thread_counts) {
               0);
 }
 
-AM_INSTANTIATE(graph_sssp_threads, thread_params());
+// 3 ranks: 1408, 1408 and 1280 vertices of 2^12, so the second thread's slice is shorter
+// than the first's (1024).
+AM_INSTANTIATE(graph_sssp_threads, [] {
+    std::vector<am_test::spmd_param> v = thread_params();
+    v.push_back({am::transport_kind::threads, 3});
+    return v;
+}());
+AM_INSTANTIATE(graph_sssp_thread_errors,
+               (std::vector<am_test::spmd_param>{{am::transport_kind::threads, 1},
+                                                 {am::transport_kind::threads, 2}}));
 AM_INSTANTIATE(graph_sssp_thread_options,
                (std::vector<am_test::spmd_param>{{am::transport_kind::threads, 1},
                                                  {am::transport_kind::threads, 2}}));

@@ -31,7 +31,8 @@ class crew {
         for (const auto& t : _threads) _ids.push_back(t.get_id());
     }
     ~crew() {
-        _stop = true;  // published by the round's release
+        _poll.store(false, std::memory_order_release);  // workers left polling by an error
+        _stop = true;                                   // published by the round's release
         _round.fetch_add(1, std::memory_order_release);
         _round.notify_all();
         for (auto& t : _threads) t.join();
@@ -66,8 +67,19 @@ class crew {
         } catch (...) {
             keep(std::current_exception());
         }
+        // A handler that throws here is kept like a job's exception; the workers are still
+        // inside the job, so this waits for them (without polling) before `park` rethrows.
         while (_done.load(std::memory_order_acquire) < _workers) {
-            if (!poll || _ctx.poll() == 0) std::this_thread::yield();
+            bool idle = true;
+            if (poll) {
+                try {
+                    idle = _ctx.poll() == 0;
+                } catch (...) {
+                    keep(std::current_exception());
+                    poll = false;
+                }
+            }
+            if (idle) std::this_thread::yield();
         }
         if (!poll || failed()) park();
     }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -44,6 +45,11 @@ struct label {
     float lightest;
     std::uint32_t bucket;  // the bucket it was last put in (stale entries elsewhere are skipped)
 };
+
+/// The bucket queues are a ring (Meyer & Sanders): every vertex in a queue is within the
+/// heaviest edge of the bucket being processed, so ⌈max weight / Δ⌉ + 3 queues hold them all,
+/// however long the paths. At most this many, per thread (24 bytes each when empty).
+constexpr std::uint64_t max_ring = std::uint64_t{1} << 20;
 
 /// How many relaxations ahead the relaxation loops prefetch the target's label.
 constexpr std::size_t prefetch_distance = 16;
@@ -89,12 +95,12 @@ struct alignas(64) lane {
     std::uint32_t lo = 0;   // it owns local vertices [lo, lo + span)
     std::uint32_t span = 0;
     [[nodiscard]] bool owns(std::uint32_t local) const noexcept { return local - lo < span; }
-    std::vector<std::vector<std::uint32_t>> buckets;
-    std::vector<std::uint32_t> settled;      // removed from the current bucket
-    std::vector<std::uint32_t> touched;      // their done_in_round bit is set
-    std::vector<std::uint32_t> round;        // the part of the bucket being relaxed
-    std::vector<outbox> outboxes;            // threads > 1: [owner]
-    std::vector<std::vector<relax>> mail;    // threads > 1: chunks taken from its mailbox
+    std::vector<std::vector<std::uint32_t>> buckets;  // a ring: bucket b at b & (ring − 1)
+    std::vector<std::uint32_t> settled;               // removed from the current bucket
+    std::vector<std::uint32_t> touched;               // their done_in_round bit is set
+    std::vector<std::uint32_t> round;                 // the part of the bucket being relaxed
+    std::vector<outbox> outboxes;                     // threads > 1: [owner]
+    std::vector<std::vector<relax>> mail;             // threads > 1: chunks taken from its mailbox
     std::vector<std::uint64_t> dirty_words;  // words of final_global it changed this bucket
 };
 
@@ -111,9 +117,10 @@ struct sssp_kernel::state {
     std::vector<label> labels;
     std::uint64_t floor_bucket = 0;  // improvements go to this bucket or a later one
     std::uint32_t slice = 0;         // threads > 1: vertices per thread
+    std::uint64_t ring = 0;          // bucket queues per lane, a power of two
     std::vector<lane> lanes;
-    std::vector<mailbox> mailboxes;  // threads > 1: [owner]
-    std::atomic<int> finished{0};    // threads > 1: crew threads done with a round's work
+    std::vector<mailbox> mailboxes;            // threads > 1: [owner]
+    alignas(64) std::atomic<int> finished{0};  // threads > 1: threads done with a round's work
     bitmap in_settled;
     bitmap done_in_round;  // relaxed at its current distance in the current light round
     bitmap final_global;   // global: vertices of completed buckets (final)
@@ -138,6 +145,7 @@ struct sssp_kernel::state {
               c, [this](int, std::span<const relax> batch) { receive(batch); }, "sssp.relax"),
           relaxes(relax_msg),
           final_words(c, final_global, "sssp.final") {
+        ring = ring_size(max_weight());
         workers = make_crew(c, o.threads, "sssp_kernel");
         const auto threads = static_cast<std::uint32_t>(o.threads);
         const std::uint32_t per = (graph.local_n + threads - 1) / threads;
@@ -146,6 +154,7 @@ struct sssp_kernel::state {
         mailboxes = std::vector<mailbox>(parallel ? threads : 0);
         for (std::size_t t = 0; t < lanes.size(); ++t) {
             lanes[t].index = t;
+            lanes[t].buckets.resize(ring);
             const std::uint64_t lo = std::min<std::uint64_t>(t * slice, graph.local_n);
             const std::uint64_t hi = t + 1 == lanes.size()
                                          ? graph.local_n
@@ -160,6 +169,35 @@ struct sssp_kernel::state {
         throw std::invalid_argument("sssp_kernel: rank " + std::to_string(g.rank) + ": distance " +
                                     number(d) + " / delta " + number(opt.delta) +
                                     " exceeds 2^32 buckets; use a larger delta");
+    }
+
+    /// The heaviest edge weight of the graph (collective).
+    [[nodiscard]] float max_weight() {
+        std::uint32_t bits = 0;  // of a non-negative float: ordered as the values are
+        for (const adjacency& a : g.adj) bits = std::max(bits, std::bit_cast<std::uint32_t>(a.w));
+        const std::uint64_t most = ~red.min(~std::uint64_t{bits});
+        return std::bit_cast<float>(static_cast<std::uint32_t>(most));
+    }
+
+    /// Bucket queues for edges up to `heaviest`: the next power of two ≥ ⌈heaviest / Δ⌉ + 3
+    /// (rounding margin). Throws std::invalid_argument naming the rank beyond `max_ring`.
+    [[nodiscard]] std::uint64_t ring_size(float heaviest) const {
+        const double span = std::ceil(static_cast<double>(heaviest) / opt.delta) + 3;
+        if (!(span <= static_cast<double>(max_ring))) {
+            throw std::invalid_argument("sssp_kernel: rank " + std::to_string(g.rank) +
+                                        ": heaviest edge " + number(heaviest) + " / delta " +
+                                        number(opt.delta) + " needs " + number(span) +
+                                        " buckets, more than 2^20; use a larger delta");
+        }
+        return std::bit_ceil(static_cast<std::uint64_t>(span));
+    }
+
+    [[nodiscard]] std::vector<std::uint32_t>& queue(lane& L, std::uint64_t b) noexcept {
+        return L.buckets[b & (ring - 1)];
+    }
+    [[nodiscard]] const std::vector<std::uint32_t>& queue(const lane& L,
+                                                          std::uint64_t b) const noexcept {
+        return L.buckets[b & (ring - 1)];
     }
 
     [[nodiscard]] std::uint64_t bucket_of(float d) const noexcept {
@@ -195,8 +233,7 @@ struct sssp_kernel::state {
         l.bucket = static_cast<std::uint32_t>(b);
         // A vertex improved again during a (fused) light round is relaxed again.
         if (b == floor_bucket) done_in_round.reset(local);
-        if (b >= L.buckets.size()) L.buckets.resize(b + 1);
-        L.buckets[b].push_back(local);
+        queue(L, b).push_back(local);
     }
 
     template <bool Parallel>
@@ -204,7 +241,9 @@ struct sssp_kernel::state {
         const std::size_t n = batch.size();
         for (std::size_t i = 0; i < n; ++i) {
             if (i + prefetch_distance < n) {
-                __builtin_prefetch(&labels[batch[i + prefetch_distance].vertex - g.first], 1);
+                // With threads only this thread's own labels: another's would leave its core.
+                const std::uint32_t ahead = batch[i + prefetch_distance].vertex - g.first;
+                if (!Parallel || L.owns(ahead)) __builtin_prefetch(&labels[ahead], 1);
             }
             const std::uint32_t local = batch[i].vertex - g.first;
             if (Parallel && !L.owns(local)) {
@@ -254,6 +293,7 @@ struct sssp_kernel::state {
     void take_mail(lane& L) {
         mailbox& m = mailboxes[L.index];
         if (!m.posted.load(std::memory_order_acquire)) return;
+        L.mail.clear();  // what a throwing `improve` left is dropped, not posted again
         {
             std::lock_guard lock(m.lock);
             L.mail.swap(m.chunks);
@@ -276,8 +316,13 @@ struct sssp_kernel::state {
     /// Threads > 1, at the end of a thread's work in a round: posts its partial chunks, then
     /// takes mail (and polls) until every thread has posted, and takes the rest.
     void finish_work(lane& L) {
-        post_all(L);
-        finished.fetch_add(1, std::memory_order_acq_rel);
+        {
+            struct arrive {  // also when posting throws: the others wait for it
+                std::atomic<int>& count;
+                ~arrive() { count.fetch_add(1, std::memory_order_acq_rel); }
+            } arrived{finished};
+            post_all(L);
+        }
         const int threads = static_cast<int>(mailboxes.size());
         for (unsigned spin = 0; finished.load(std::memory_order_acquire) < threads; ++spin) {
             take_mail(L);
@@ -393,13 +438,12 @@ struct sssp_kernel::state {
     /// (`fuse_below`).
     template <bool Parallel>
     void light_work(lane& L, std::uint64_t b) {
-        if (b >= L.buckets.size()) L.buckets.resize(b + 1);
         do {
             L.round.clear();
-            L.round.swap(L.buckets[b]);
+            L.round.swap(queue(L, b));
             relax_light<Parallel>(L, b);
             if constexpr (Parallel) take_mail(L);
-        } while (opt.bucket_fusion && !L.buckets[b].empty() && L.buckets[b].size() < fuse_below);
+        } while (opt.bucket_fusion && !queue(L, b).empty() && queue(L, b).size() < fuse_below);
         relaxes.flush();  // this thread's buffers
     }
 
@@ -513,10 +557,10 @@ struct sssp_kernel::state {
 
     [[nodiscard]] std::uint64_t next_bucket(std::uint64_t after) const noexcept {
         std::uint64_t best = no_bucket;
+        // A queue holds one bucket's vertices only: all lie within ring − 1 buckets of `after`.
         for (const lane& L : lanes) {
-            for (std::uint64_t b = after; b < std::min<std::uint64_t>(L.buckets.size(), best);
-                 ++b) {
-                if (!L.buckets[b].empty()) {
+            for (std::uint64_t b = after; b < std::min(after + ring, best); ++b) {
+                if (!queue(L, b).empty()) {
                     best = b;
                     break;
                 }
@@ -533,7 +577,7 @@ struct sssp_kernel::state {
     [[nodiscard]] std::uint64_t bucket_size(std::uint64_t b) const noexcept {
         std::uint64_t n = 0;
         for (const lane& L : lanes) {
-            n += b < L.buckets.size() ? L.buckets[b].size() : 0;
+            n += queue(L, b).size();
         }
         for (const mailbox& m : mailboxes) n += m.min_bucket <= b ? m.entries : 0;
         return n;
@@ -551,10 +595,19 @@ struct sssp_kernel::state {
             l.dist = std::numeric_limits<float>::infinity();
             l.parent = no_parent;
         }
+        // Everything a search leaves, also one that threw part-way.
         for (lane& L : lanes) {
             for (auto& b : L.buckets) b.clear();
             for (outbox& box : L.outboxes) box = outbox{};
+            L.settled.clear();
+            L.touched.clear();
+            L.round.clear();
+            L.mail.clear();
+            L.dirty_words.clear();
         }
+        in_settled.clear();
+        done_in_round.clear();
+        std::fill(word_dirty.begin(), word_dirty.end(), std::uint8_t{0});
         for (mailbox& m : mailboxes) {
             m.chunks.clear();
             m.entries = 0;

@@ -189,8 +189,8 @@ delta_choice auto_delta(context& ctx, const csr_graph& g);
 ///
 /// With `kernel_options::threads` T > 1, T − 1 worker threads (started by the constructor,
 /// joined by the destructor) help the rank's thread inside `run`. Each thread owns a slice
-/// of the rank's vertices (multiples of 512) and alone reads and writes their distances,
-/// buckets and bitmaps, relaxing from its own vertices only; a relaxation of another
+/// of the rank's vertices (starting at multiples of 512) and alone reads and writes their
+/// distances, buckets and bitmaps, relaxing from its own vertices only; a relaxation of another
 /// thread's vertex goes to that thread in chunks of 256 (through a mailbox, during the round)
 /// as a message to another rank would. Relaxation handlers run on every thread and hand over
 /// likewise. During `run` no thread outside the kernel's may poll the context: a relaxation
@@ -198,8 +198,9 @@ delta_choice auto_delta(context& ctx, const csr_graph& g);
 class sssp_kernel {
   public:
     /// Collective. Δ = `opt.delta`, or `auto_delta` when it is 0. Throws
-    /// std::invalid_argument naming the rank for Δ < 1e-6 (other than 0) or not finite, for
-    /// `threads` outside [1, 64], or above 1 on a context without `config::thread_multiple`.
+    /// std::invalid_argument naming the rank for Δ < 1e-6 (other than 0) or not finite, for a
+    /// heaviest edge over 2^20 − 3 times Δ (the ring of bucket queues), for `threads` outside
+    /// [1, 64], or above 1 on a context without `config::thread_multiple`.
     sssp_kernel(context& ctx, const csr_graph& g, kernel_options opt = {});
     /// The Δ in use.
     [[nodiscard]] float delta() const noexcept;
