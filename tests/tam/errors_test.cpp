@@ -20,6 +20,7 @@ using am::tam::codeblock_def;
 using am::tam::program;
 
 class tam_errors : public tam_test {};
+class tam_errors_multi : public tam_test {};
 class tam_refusals : public tam_test {};
 
 int last_rank(const frame& f) {
@@ -339,9 +340,8 @@ TAM_TEST_P(tam_errors, element_never_written) {
 }
 
 // Rank 0's program has a codeblock of another name than the others': run refuses on every rank
-// before anything runs.
-TAM_TEST_P(tam_errors, different_programs) {
-    if (t.nranks() < 2) GTEST_SKIP() << "needs two ranks";
+// before anything runs. Two ranks at least (tam_errors_multi).
+TAM_TEST_P(tam_errors_multi, different_programs) {
     expect_failed_run(t,
                       [](int rank) {
                           program prog = with_victim(nothing, nothing);
@@ -369,6 +369,7 @@ TAM_TEST_P(tam_errors, finish_twice) {
 }
 
 AM_INSTANTIATE(tam_errors, am_test::without_mpi(tam_params()));
+AM_INSTANTIATE(tam_errors_multi, am_test::without_mpi(tam_multi_params()));
 
 // ----------------------------------------------------------------------- refusals (no fail)
 // Inlet 0 tries each thing an inlet may not do; each must throw am::error at once and leave
