@@ -12,11 +12,12 @@
  */
 #include <am/am.h>
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "check.h"
 
 #define ROUNDS 100u
 #define MAX_CHECKS 16u
@@ -39,70 +40,6 @@ typedef struct rank_state {
     am_handler_t reply_medium, reply_long;
     am_handler_t ping, pong, sink_medium, sink_long;
 } rank_state;
-
-static int verbose;
-
-static void flag(rank_state* s, int line, const char* fmt, ...) {
-    char what[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "capi_test: FAILED: rank %d: line %d: %s\n", s->rank, line, what);
-    s->bad++;
-}
-
-#define REQUIRE(s, cond)                                    \
-    do {                                                    \
-        if (!(cond)) {                                      \
-            flag((s), __LINE__, "check failed: %s", #cond); \
-            return 1;                                       \
-        }                                                   \
-    } while (0)
-
-#define REQUIRE_OK(s, expr)                                                         \
-    do {                                                                            \
-        am_status_t st_ = (expr);                                                   \
-        if (st_ != AM_OK) {                                                         \
-            flag((s), __LINE__, "%s returned %s: %s", #expr, am_status_string(st_), \
-                 am_last_error((s)->ctx));                                          \
-            return 1;                                                               \
-        }                                                                           \
-    } while (0)
-
-/* In handlers: report, do not return. */
-#define CHECK(s, cond)                                               \
-    do {                                                             \
-        if (!(cond)) flag((s), __LINE__, "check failed: %s", #cond); \
-    } while (0)
-
-/* `expr` must fail with `want`, and am_last_error must read "<call>: rank <own rank>: ..."
- * and contain every further string (the limit, the offending value). */
-static void expect_err(rank_state* s, int line, const char* call, am_status_t got, am_status_t want,
-                       const char* const* needles) {
-    const char* msg = am_last_error(s->ctx);
-    char prefix[128];
-    snprintf(prefix, sizeof prefix, "%s: rank %d: ", call, s->rank);
-    if (got != want) {
-        flag(s, line, "%s returned %s, expected %s (last error: %s)", call, am_status_string(got),
-             am_status_string(want), msg);
-        return;
-    }
-    if (strncmp(msg, prefix, strlen(prefix)) != 0) {
-        flag(s, line, "error \"%s\" does not start with \"%s\"", msg, prefix);
-        return;
-    }
-    for (; *needles != NULL; ++needles) {
-        if (strstr(msg, *needles) == NULL) {
-            flag(s, line, "error \"%s\" does not mention \"%s\"", msg, *needles);
-            return;
-        }
-    }
-    if (verbose) fprintf(stderr, "capi_test: rank %d: expected error: %s\n", s->rank, msg);
-}
-
-#define EXPECT_ERR(s, call, expr, want, ...) \
-    expect_err((s), __LINE__, (call), (expr), (want), (const char* const[]){__VA_ARGS__, NULL})
 
 static uint64_t arg_pattern(int source, unsigned i, unsigned nargs) {
     return ((uint64_t)(source + 1) * UINT64_C(0x9E3779B97F4A7C15)) ^ ((uint64_t)i << 48) ^
@@ -142,7 +79,7 @@ static void short_request(am_token_t* t, const uint64_t* args, unsigned nargs, v
         echo[i] = ~args[i];
     }
     am_status_t st = am_reply_short(t, s->reply_short[nargs], echo, nargs);
-    if (st != AM_OK) flag(s, __LINE__, "am_reply_short: %s", am_last_error(s->ctx));
+    if (st != AM_OK) FAIL(s, "am_reply_short: %s", am_last_error(s->ctx));
     am_counter_add(&s->requests, 1);
 }
 
@@ -185,11 +122,10 @@ static void medium_request(am_token_t* t, const void* payload, size_t len, const
     common_handler_checks(s, t, 1, s->left);
     CHECK(s, nargs == 1 && args[0] == len);
     size_t bad_at = first_wrong(payload, s->left, len);
-    if (bad_at != len)
-        flag(s, __LINE__, "medium request of %zu bytes: byte %zu wrong", len, bad_at);
+    if (bad_at != len) FAIL(s, "medium request of %zu bytes: byte %zu wrong", len, bad_at);
     /* Echo the payload: it is valid during the handler, and the reply copies it. */
     am_status_t st = am_reply_medium(t, s->reply_medium, payload, len, args, 1);
-    if (st != AM_OK) flag(s, __LINE__, "am_reply_medium: %s", am_last_error(s->ctx));
+    if (st != AM_OK) FAIL(s, "am_reply_medium: %s", am_last_error(s->ctx));
     am_counter_add(&s->requests, 1);
 }
 
@@ -199,7 +135,7 @@ static void medium_reply(am_token_t* t, const void* payload, size_t len, const u
     common_handler_checks(s, t, 0, s->right);
     CHECK(s, nargs == 1 && args[0] == len);
     size_t bad_at = first_wrong(payload, s->rank, len);
-    if (bad_at != len) flag(s, __LINE__, "medium reply of %zu bytes: byte %zu wrong", len, bad_at);
+    if (bad_at != len) FAIL(s, "medium reply of %zu bytes: byte %zu wrong", len, bad_at);
     am_counter_add(&s->replies, 1);
 }
 
@@ -240,10 +176,10 @@ static void long_request(am_token_t* t, void* data, size_t len, const uint64_t* 
     CHECK(s, nargs == 1 && args[0] == len);
     CHECK(s, (unsigned char*)data == s->seg + REQUEST_OFFSET);
     size_t bad_at = first_wrong(data, s->left, len);
-    if (bad_at != len) flag(s, __LINE__, "long request of %zu bytes: byte %zu wrong", len, bad_at);
+    if (bad_at != len) FAIL(s, "long request of %zu bytes: byte %zu wrong", len, bad_at);
     /* Echo it from this segment into the requester's, at the reply offset. */
     am_status_t st = am_reply_long(t, s->reply_long, data, len, reply_offset(s), args, 1);
-    if (st != AM_OK) flag(s, __LINE__, "am_reply_long: %s", am_last_error(s->ctx));
+    if (st != AM_OK) FAIL(s, "am_reply_long: %s", am_last_error(s->ctx));
     am_counter_add(&s->requests, 1);
 }
 
@@ -254,7 +190,7 @@ static void long_reply(am_token_t* t, void* data, size_t len, const uint64_t* ar
     CHECK(s, nargs == 1 && args[0] == len);
     CHECK(s, (unsigned char*)data == s->seg + reply_offset(s));
     size_t bad_at = first_wrong(data, s->rank, len);
-    if (bad_at != len) flag(s, __LINE__, "long reply of %zu bytes: byte %zu wrong", len, bad_at);
+    if (bad_at != len) FAIL(s, "long reply of %zu bytes: byte %zu wrong", len, bad_at);
     am_counter_add(&s->replies, 1);
 }
 
@@ -336,7 +272,7 @@ static void ping_handler(am_token_t* t, const uint64_t* args, unsigned nargs, vo
         am_counter_add(&s->checks, 1);
     }
     am_status_t st = am_reply_short(t, s->pong, args, 1);
-    if (st != AM_OK) flag(s, __LINE__, "am_reply_short: %s", am_last_error(s->ctx));
+    if (st != AM_OK) FAIL(s, "am_reply_short: %s", am_last_error(s->ctx));
     if (args[0] == SECOND_REPLY) {
         EXPECT_ERR(s, "am_reply_short", am_reply_short(t, s->pong, args, 1), AM_ERR_BAD_REPLY,
                    "second reply", "at most one reply per request");
@@ -725,7 +661,7 @@ static int run_scenario(int argc, char** argv, const scenario* sc) {
 
 int main(int argc, char** argv) {
     const size_t n = sizeof scenarios / sizeof scenarios[0];
-    verbose = getenv("AM_CAPI_VERBOSE") != NULL;
+    check_init("capi_test");
     if (argc != 2) {
         fprintf(stderr, "usage: %s all|<scenario>; scenarios:", argv[0]);
         for (size_t i = 0; i < n; ++i) fprintf(stderr, " %s", scenarios[i].name);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the C tests of the layers' C APIs share (splitc_test.c, msg_test.c): checks that print
- * "<prog>: FAILED: rank R: line L: ..." and count the failure, a check of a failed call's
- * status and am_last_error message, and the main that runs one scenario, or all, through
- * am_run. Header-only (static functions), C11.
+ * What the C tests of the C APIs share (capi_test.c, rpc_test.c, typed_test.c, splitc_test.c,
+ * msg_test.c): checks that print "<prog>: FAILED: rank R: line L: ..." and count the failure,
+ * a check of a failed call's status and am_last_error message, and the main that runs one
+ * scenario, or all, through am_run. Header-only (static inline functions, so that a program
+ * need not use them all), C11.
  *
  * The macros take a pointer `s` to the program's rank state, which has the fields
- * `am_context_t* ctx`, `int rank` and `unsigned bad`.
+ * `am_context_t* ctx`, `int rank` and `unsigned bad`. A program calls check_main, or, with a
+ * main of its own, check_init first.
  */
 #ifndef AM_TESTS_CAPI_CHECK_H
 #define AM_TESTS_CAPI_CHECK_H
@@ -21,7 +23,13 @@
 static const char* check_prog = "capi_test"; /* the program, as failures name it */
 static int check_verbose;                    /* AM_CAPI_VERBOSE: print every checked error */
 
-static void check_fail(int rank, unsigned* bad, int line, const char* fmt, ...) {
+/* Names the program in every message (`prog`, e.g. "rpc_test") and reads AM_CAPI_VERBOSE. */
+static inline void check_init(const char* prog) {
+    check_prog = prog;
+    check_verbose = getenv("AM_CAPI_VERBOSE") != NULL;
+}
+
+static inline void check_fail(int rank, unsigned* bad, int line, const char* fmt, ...) {
     char what[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -30,6 +38,9 @@ static void check_fail(int rank, unsigned* bad, int line, const char* fmt, ...) 
     fprintf(stderr, "%s: FAILED: rank %d: line %d: %s\n", check_prog, rank, line, what);
     (*bad)++;
 }
+
+/* Anywhere: report a failure described by printf-style arguments, do not return. */
+#define FAIL(s, ...) check_fail((s)->rank, &(s)->bad, __LINE__, __VA_ARGS__)
 
 /* In rank code: report and return 1 from the calling function. */
 #define REQUIRE(s, cond)                                                           \
@@ -58,8 +69,8 @@ static void check_fail(int rank, unsigned* bad, int line, const char* fmt, ...) 
 
 /* `got` must be `want`, and am_last_error must read "<call>: rank <rank>: ..." and contain
  * every string of `needles` (the limit, the offending value). */
-static void check_err(am_context_t* ctx, int rank, unsigned* bad, int line, const char* call,
-                      am_status_t got, am_status_t want, const char* const* needles) {
+static inline void check_err(am_context_t* ctx, int rank, unsigned* bad, int line, const char* call,
+                             am_status_t got, am_status_t want, const char* const* needles) {
     const char* msg = am_last_error(ctx);
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s: rank %d: ", call, rank);
@@ -101,7 +112,7 @@ static void check_err(am_context_t* ctx, int rank, unsigned* bad, int line, cons
     } while (0)
 
 /* Ends a scenario on a rank: when it failed, says so and brings the job down. */
-static void check_end(am_context_t* ctx, const char* scenario, int failed) {
+static inline void check_end(am_context_t* ctx, const char* scenario, int failed) {
     if (!failed) return;
     fprintf(stderr, "%s: FAILED: rank %d: scenario %s\n", check_prog, am_rank(ctx), scenario);
     (void)am_abort(ctx, "check failed");
@@ -109,10 +120,9 @@ static void check_end(am_context_t* ctx, const char* scenario, int failed) {
 
 /* `prog all|<scenario>`: runs the scenario named by argv[1] (or each in turn) through am_run;
  * `rank_main` gets a pointer to the scenario's index in `names`. Returns the exit status. */
-static int check_main(int argc, char** argv, const char* prog, const char* const* names, size_t n,
-                      am_rank_fn rank_main) {
-    check_prog = prog;
-    check_verbose = getenv("AM_CAPI_VERBOSE") != NULL;
+static inline int check_main(int argc, char** argv, const char* prog, const char* const* names,
+                             size_t n, am_rank_fn rank_main) {
+    check_init(prog);
     if (argc != 2) {
         fprintf(stderr, "usage: %s all|<scenario>; scenarios:", argv[0]);
         for (size_t i = 0; i < n; ++i) fprintf(stderr, " %s", names[i]);

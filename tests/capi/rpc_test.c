@@ -11,11 +11,12 @@
  */
 #include <am/am.h>
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "check.h"
 
 #define IN_FLIGHT 32u /* calls outstanding at once */
 #define FF_CALLS 200u
@@ -35,70 +36,6 @@ typedef struct rank_state {
     am_rpc_t echo, who, chain, fail, ff, wait, release_fn, big, misuse, limited;
     am_handler_t probe;
 } rank_state;
-
-static int verbose;
-
-static void flag(rank_state* s, int line, const char* fmt, ...) {
-    char what[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "rpc_test: FAILED: rank %d: line %d: %s\n", s->rank, line, what);
-    s->bad++;
-}
-
-#define REQUIRE(s, cond)                                    \
-    do {                                                    \
-        if (!(cond)) {                                      \
-            flag((s), __LINE__, "check failed: %s", #cond); \
-            return 1;                                       \
-        }                                                   \
-    } while (0)
-
-#define REQUIRE_OK(s, expr)                                                         \
-    do {                                                                            \
-        am_status_t st_ = (expr);                                                   \
-        if (st_ != AM_OK) {                                                         \
-            flag((s), __LINE__, "%s returned %s: %s", #expr, am_status_string(st_), \
-                 am_last_error((s)->ctx));                                          \
-            return 1;                                                               \
-        }                                                                           \
-    } while (0)
-
-/* In remote functions and handlers: report, do not return. */
-#define CHECK(s, cond)                                               \
-    do {                                                             \
-        if (!(cond)) flag((s), __LINE__, "check failed: %s", #cond); \
-    } while (0)
-
-/* `got` must be `want`, and am_last_error must read "<call>: rank <own rank>: ..." and
- * contain every further string. */
-static void expect_err(rank_state* s, int line, const char* call, am_status_t got, am_status_t want,
-                       const char* const* needles) {
-    const char* msg = am_last_error(s->ctx);
-    char prefix[128];
-    snprintf(prefix, sizeof prefix, "%s: rank %d: ", call, s->rank);
-    if (got != want) {
-        flag(s, line, "%s returned %s, expected %s (last error: %s)", call, am_status_string(got),
-             am_status_string(want), msg);
-        return;
-    }
-    if (strncmp(msg, prefix, strlen(prefix)) != 0) {
-        flag(s, line, "error \"%s\" does not start with \"%s\"", msg, prefix);
-        return;
-    }
-    for (; *needles != NULL; ++needles) {
-        if (strstr(msg, *needles) == NULL) {
-            flag(s, line, "error \"%s\" does not mention \"%s\"", msg, *needles);
-            return;
-        }
-    }
-    if (verbose) fprintf(stderr, "rpc_test: rank %d: expected error: %s\n", s->rank, msg);
-}
-
-#define EXPECT_ERR(s, call, expr, want, ...) \
-    expect_err((s), __LINE__, (call), (expr), (want), (const char* const[]){__VA_ARGS__, NULL})
 
 static unsigned char byte_pattern(int source, size_t i, size_t len) {
     return (unsigned char)((size_t)source * 131u + i * 7u + len);
@@ -128,7 +65,7 @@ static uint32_t get_u32(const unsigned char* p) {
 
 static void set_result(rank_state* s, am_rpc_reply_t* reply, const void* data, size_t len) {
     am_status_t st = am_rpc_reply_set(reply, data, len);
-    if (st != AM_OK) flag(s, __LINE__, "am_rpc_reply_set: %s", am_last_error(s->ctx));
+    if (st != AM_OK) FAIL(s, "am_rpc_reply_set: %s", am_last_error(s->ctx));
 }
 
 /* ------------------------------------------------------------------ remote functions */
@@ -143,7 +80,7 @@ static void echo_fn(am_context_t* ctx, int source, const void* args, size_t len,
     CHECK(s, source >= 0 && source < s->size);
     CHECK(s, len == 0 || args != NULL);
     size_t bad_at = first_wrong(args, source, len, 0);
-    if (bad_at != len) flag(s, __LINE__, "arguments of %zu bytes: byte %zu wrong", len, bad_at);
+    if (bad_at != len) FAIL(s, "arguments of %zu bytes: byte %zu wrong", len, bad_at);
     unsigned char* out = malloc(len ? len : 1);
     for (size_t i = 0; i < len; ++i)
         out[i] = (unsigned char)(((const unsigned char*)args)[i] ^ MASK);
@@ -181,10 +118,10 @@ static void chain_fn(am_context_t* ctx, int source, const void* args, size_t len
         am_future_t* f = NULL;
         put_u32(next, hops - 1);
         am_status_t st = am_rpc_call(ctx, s->right, s->chain, next, sizeof next, &f);
-        if (st != AM_OK) flag(s, __LINE__, "nested am_rpc_call: %s", am_last_error(ctx));
+        if (st != AM_OK) FAIL(s, "nested am_rpc_call: %s", am_last_error(ctx));
         /* Blocks this function (not the rank): its result comes in a later poll. */
         if (st == AM_OK) st = am_future_get(f, out + 4, sizeof out - 4, &n);
-        if (st != AM_OK) flag(s, __LINE__, "nested am_future_get: %s", am_last_error(ctx));
+        if (st != AM_OK) FAIL(s, "nested am_future_get: %s", am_last_error(ctx));
         CHECK(s, n == 4u * hops);
         am_future_free(f);
     }
@@ -215,7 +152,7 @@ static void ff_fn(am_context_t* ctx, int source, const void* args, size_t len,
     rank_state* s = user;
     CHECK(s, ctx == s->ctx && source == s->left);
     size_t bad_at = first_wrong(args, source, len, 0);
-    if (bad_at != len) flag(s, __LINE__, "ff arguments of %zu bytes: byte %zu wrong", len, bad_at);
+    if (bad_at != len) FAIL(s, "ff arguments of %zu bytes: byte %zu wrong", len, bad_at);
     set_result(s, reply, args, len);
     am_counter_add(&s->ff_seen, 1);
     am_counter_add(&s->served, 1);
@@ -231,8 +168,7 @@ static void wait_fn(am_context_t* ctx, int source, const void* args, size_t len,
     CHECK(s, len == 4);
     const uint32_t want = get_u32(args);
     am_status_t st = am_counter_wait(ctx, &s->release, want);
-    if (st != AM_OK)
-        flag(s, __LINE__, "am_counter_wait in a remote function: %s", am_last_error(ctx));
+    if (st != AM_OK) FAIL(s, "am_counter_wait in a remote function: %s", am_last_error(ctx));
     put_u32(out, (uint32_t)am_counter_value(&s->release));
     set_result(s, reply, out, sizeof out);
     am_counter_add(&s->served, 1);
@@ -765,7 +701,7 @@ static int run_scenario(int argc, char** argv, const scenario* sc) {
 
 int main(int argc, char** argv) {
     const size_t n = sizeof scenarios / sizeof scenarios[0];
-    verbose = getenv("AM_CAPI_VERBOSE") != NULL;
+    check_init("rpc_test");
     if (argc != 2) {
         fprintf(stderr, "usage: %s all|<scenario>; scenarios:", argv[0]);
         for (size_t i = 0; i < n; ++i) fprintf(stderr, " %s", scenarios[i].name);

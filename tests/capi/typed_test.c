@@ -13,12 +13,13 @@
 
 #include <am/am.h>
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "check.h"
 
 #define MAX_RANKS 64
 #define PER_DEST 600u /* items each rank sends each rank in "counts" */
@@ -44,70 +45,6 @@ typedef struct rank_state {
     am_typed_layer_t* tree_out;
     int tables_differ; /* "mismatch": every barrier would report the tables again */
 } rank_state;
-
-static int verbose;
-
-static void flag(rank_state* s, int line, const char* fmt, ...) {
-    char what[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "typed_test: FAILED: rank %d: line %d: %s\n", s->rank, line, what);
-    s->bad++;
-}
-
-#define REQUIRE(s, cond)                                    \
-    do {                                                    \
-        if (!(cond)) {                                      \
-            flag((s), __LINE__, "check failed: %s", #cond); \
-            return 1;                                       \
-        }                                                   \
-    } while (0)
-
-#define REQUIRE_OK(s, expr)                                                         \
-    do {                                                                            \
-        am_status_t st_ = (expr);                                                   \
-        if (st_ != AM_OK) {                                                         \
-            flag((s), __LINE__, "%s returned %s: %s", #expr, am_status_string(st_), \
-                 am_last_error((s)->ctx));                                          \
-            return 1;                                                               \
-        }                                                                           \
-    } while (0)
-
-/* In handlers: report, do not return. */
-#define CHECK(s, cond)                                               \
-    do {                                                             \
-        if (!(cond)) flag((s), __LINE__, "check failed: %s", #cond); \
-    } while (0)
-
-/* `got` must be `want`, and am_last_error must read "<call>: rank <own rank>: ..." and
- * contain every further string. */
-static void expect_err(rank_state* s, int line, const char* call, am_status_t got, am_status_t want,
-                       const char* const* needles) {
-    const char* msg = am_last_error(s->ctx);
-    char prefix[128];
-    snprintf(prefix, sizeof prefix, "%s: rank %d: ", call, s->rank);
-    if (got != want) {
-        flag(s, line, "%s returned %s, expected %s (last error: %s)", call, am_status_string(got),
-             am_status_string(want), msg);
-        return;
-    }
-    if (strncmp(msg, prefix, strlen(prefix)) != 0) {
-        flag(s, line, "error \"%s\" does not start with \"%s\"", msg, prefix);
-        return;
-    }
-    for (; *needles != NULL; ++needles) {
-        if (strstr(msg, *needles) == NULL) {
-            flag(s, line, "error \"%s\" does not mention \"%s\"", msg, *needles);
-            return;
-        }
-    }
-    if (verbose) fprintf(stderr, "typed_test: rank %d: expected error: %s\n", s->rank, msg);
-}
-
-#define EXPECT_ERR(s, call, expr, want, ...) \
-    expect_err((s), __LINE__, (call), (expr), (want), (const char* const[]){__VA_ARGS__, NULL})
 
 /* The sum of `value` over all ranks, through an empty epoch (a value handed to am_epoch_end
  * is read when it is called, before the messages it waits for are handled). */
@@ -190,7 +127,7 @@ static int scenario_counts(rank_state* s) {
         REQUIRE(s, sum == (uint64_t)s->size);
         for (int r = 0; r < s->size; ++r) {
             if (s->from[r] != PER_DEST)
-                flag(s, __LINE__, "from %d: %llu items", r, (unsigned long long)s->from[r]);
+                FAIL(s, "from %d: %llu items", r, (unsigned long long)s->from[r]);
         }
         REQUIRE(s, s->seq_errors == 0 && s->misaligned == 0);
         REQUIRE(s, s->odd_items == 5u * (uint64_t)s->size);
@@ -268,11 +205,10 @@ static int reduce_epoch(rank_state* s, am_typed_layer_t* layer, int exact) {
         for (int r = 0; r < s->size; ++r)
             for (uint32_t j = 0; j < REPEATS; ++j)
                 if (kv_value(r, k, j) < want) want = kv_value(r, k, j);
-        if (s->min_of[k] != want)
-            flag(s, __LINE__, "key %u: min %u, expected %u", k, s->min_of[k], want);
+        if (s->min_of[k] != want) FAIL(s, "key %u: min %u, expected %u", k, s->min_of[k], want);
         /* Exact cache: one item per key from every rank; a small cache: at least one. */
         if (exact ? s->keys_seen[k] != (uint64_t)s->size : s->keys_seen[k] < (uint64_t)s->size)
-            flag(s, __LINE__, "key %u: %llu items", k, (unsigned long long)s->keys_seen[k]);
+            FAIL(s, "key %u: %llu items", k, (unsigned long long)s->keys_seen[k]);
     }
     if (exact) REQUIRE(s, st.combined == (uint64_t)KEYS * (REPEATS - 1));
     REQUIRE(s, st.messages_sent + st.combined == (uint64_t)KEYS * REPEATS);
@@ -537,19 +473,15 @@ static int scenario_mismatch(rank_state* s) {
 
 /* ---------------------------------------------------------------------------------- main */
 
-typedef struct scenario {
-    const char* name;
-    int (*run)(rank_state*);
-} scenario;
-
-static const scenario scenarios[] = {
-    {"counts", scenario_counts},     {"dedup_reduce", scenario_dedup_reduce},
-    {"nested", scenario_nested},     {"errors", scenario_errors},
-    {"progress", scenario_progress}, {"mismatch", scenario_mismatch},
-};
+/* In the order "all" runs them. */
+static const char* const names[] = {"counts", "dedup_reduce", "nested",
+                                    "errors", "progress",     "mismatch"};
+static int (*const runs[])(rank_state*) = {scenario_counts,   scenario_dedup_reduce,
+                                           scenario_nested,   scenario_errors,
+                                           scenario_progress, scenario_mismatch};
 
 static void rank_main(am_context_t* ctx, void* arg) {
-    const scenario* sc = arg;
+    const size_t sc = *(const size_t*)arg;
     rank_state* s = calloc(1, sizeof *s);
     if (s == NULL) {
         (void)am_abort(ctx, "typed_test: out of memory");
@@ -564,8 +496,8 @@ static void rank_main(am_context_t* ctx, void* arg) {
     if (s->size > MAX_RANKS) {
         fprintf(stderr, "typed_test: FAILED: more than %d ranks\n", MAX_RANKS);
         (void)am_abort(ctx, "typed_test: too many ranks");
-    } else if (sc->run(s) != 0 || s->bad != 0) {
-        fprintf(stderr, "typed_test: FAILED: rank %d: scenario %s\n", s->rank, sc->name);
+    } else if (runs[sc](s) != 0 || s->bad != 0) {
+        fprintf(stderr, "typed_test: FAILED: rank %d: scenario %s\n", s->rank, names[sc]);
         (void)am_abort(ctx, "typed_test check failed");
     }
     /* Handlers use the state until every rank is done: the last epoch ended on every rank.
@@ -573,32 +505,6 @@ static void rank_main(am_context_t* ctx, void* arg) {
     if (s->tables_differ || am_barrier(ctx) == AM_OK) free(s);
 }
 
-static int run_scenario(int argc, char** argv, const scenario* sc) {
-    fflush(stdout); /* ranks may be forked */
-    const int rc = am_run(argc, argv, rank_main, (void*)sc);
-    fprintf(stderr, "typed_test: %s: %s (am_run returned %d)\n", sc->name,
-            rc == 0 ? "ok" : "FAILED", rc);
-    return rc != 0;
-}
-
 int main(int argc, char** argv) {
-    const size_t n = sizeof scenarios / sizeof scenarios[0];
-    verbose = getenv("AM_CAPI_VERBOSE") != NULL;
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s all|<scenario>; scenarios:", argv[0]);
-        for (size_t i = 0; i < n; ++i) fprintf(stderr, " %s", scenarios[i].name);
-        fputc('\n', stderr);
-        return 2;
-    }
-    int failures = 0, found = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (strcmp(argv[1], "all") != 0 && strcmp(argv[1], scenarios[i].name) != 0) continue;
-        found = 1;
-        failures += run_scenario(1, argv, &scenarios[i]);
-    }
-    if (!found) {
-        fprintf(stderr, "typed_test: unknown scenario \"%s\"\n", argv[1]);
-        return 2;
-    }
-    return failures != 0;
+    return check_main(argc, argv, "typed_test", names, sizeof names / sizeof names[0], rank_main);
 }
