@@ -146,7 +146,7 @@ struct bfs_kernel::state {
     void top_down_parallel() {
         epoch ep(ctx, {.depth = 0});
         std::atomic<std::size_t> cursor{0};
-        workers->run(
+        workers->run_then(
             [&](int) {
                 for (;;) {
                     const std::size_t i = cursor.fetch_add(vertices_per_chunk);
@@ -156,14 +156,7 @@ struct bfs_kernel::state {
                 }
                 visits.flush();  // this thread's buffers
             },
-            true);
-        try {
-            ep.end();
-        } catch (...) {
-            workers->park();
-            throw;
-        }
-        workers->park();
+            [&] { ep.end(); });
         out->messages += ep.stats().messages_sent;
     }
 

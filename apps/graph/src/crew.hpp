@@ -40,8 +40,6 @@ class crew {
     crew(const crew&) = delete;
     crew& operator=(const crew&) = delete;
 
-    [[nodiscard]] int size() const noexcept { return _workers + 1; }
-
     /// The calling thread's index (0: the rank's thread), or −1 for a thread not in the crew.
     [[nodiscard]] int self() const noexcept {
         const auto id = std::this_thread::get_id();
@@ -82,6 +80,19 @@ class crew {
             if (idle) std::this_thread::yield();
         }
         if (!poll || failed()) park();
+    }
+    /// Runs `job` as `run` with `poll`, then `finish()` on the rank's thread (an epoch's end)
+    /// while the workers go on polling, then parks them, also when `finish` throws.
+    template <class Finish>
+    void run_then(const std::function<void(int)>& job, Finish&& finish) {
+        run(job, true);
+        try {
+            finish();
+        } catch (...) {
+            park();
+            throw;
+        }
+        park();
     }
     /// Stops the workers' polling after a `run` with `poll` and waits until they stop.
     void park() {

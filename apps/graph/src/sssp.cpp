@@ -65,6 +65,9 @@ constexpr std::size_t fuse_below = 1024;
 /// bitmap bits, as if it were a rank of its own: their cache lines stay in its core.
 constexpr std::uint32_t slice_granule = 512;
 
+/// Threads > 1: a thread takes its mail every this many of its vertices in a round.
+constexpr std::size_t mail_every = 16;
+
 /// Threads > 1: relaxations that one thread found for a vertex of thread o, collected into a
 /// chunk that goes to o's mailbox when full (and at the end of each round's work), as a
 /// coalesced message would. The owner alone then reads and writes its vertices' labels; a
@@ -404,6 +407,16 @@ struct sssp_kernel::state {
         if (i + k < list.size()) __builtin_prefetch(g.adj.data() + g.offsets[list[i + k]]);
     }
 
+    /// Before a round's loop takes vertex list[i]: with threads, the mail every
+    /// `mail_every` vertices; the prefetches.
+    template <bool Parallel>
+    void next_vertex(lane& L, const std::vector<std::uint32_t>& list, std::size_t i) {
+        if constexpr (Parallel) {
+            if (i % mail_every == 0) take_mail(L);
+        }
+        prefetch_vertex(list, i);
+    }
+
     /// Upper end of bucket b's distances.
     [[nodiscard]] float bucket_end(std::uint64_t b) const noexcept {
         return static_cast<float>(b + 1) * opt.delta;
@@ -414,10 +427,7 @@ struct sssp_kernel::state {
     template <bool Parallel>
     void relax_light(lane& L, std::uint64_t b) {
         for (std::size_t i = 0; i < L.round.size(); ++i) {
-            if constexpr (Parallel) {
-                if (i % 16 == 0) take_mail(L);
-            }
-            prefetch_vertex(L.round, i);
+            next_vertex<Parallel>(L, L.round, i);
             const std::uint32_t u = L.round[i];
             const float du = labels[u].dist;
             if (labels[u].bucket != b || done_in_round.test_and_set(u)) continue;
@@ -453,10 +463,7 @@ struct sssp_kernel::state {
     void heavy_work(lane& L, std::uint64_t b) {
         publish_final<Parallel>(L);
         for (std::size_t i = 0; i < L.settled.size(); ++i) {
-            if constexpr (Parallel) {
-                if (i % 16 == 0) take_mail(L);
-            }
-            prefetch_vertex(L.settled, i);
+            next_vertex<Parallel>(L, L.settled, i);
             const std::uint32_t u = L.settled[i];
             const float du = labels[u].dist;
             relax_edges<Parallel>(L, u, du, split(u, bucket_end(b) - du), g.degree(u));
@@ -479,7 +486,7 @@ struct sssp_kernel::state {
             ep.end();
         } else {
             finished.store(0, std::memory_order_relaxed);
-            workers->run(
+            workers->run_then(
                 [&](int t) {
                     lane& L = lanes[static_cast<std::size_t>(t)];
                     try {
@@ -492,14 +499,7 @@ struct sssp_kernel::state {
                     }
                     finish_work(L);
                 },
-                true);
-            try {
-                ep.end();
-            } catch (...) {
-                workers->park();
-                throw;
-            }
-            workers->park();
+                [&] { ep.end(); });
             for (lane& L : lanes) post_all(L);
         }
         out->messages += ep.stats().messages_sent;
