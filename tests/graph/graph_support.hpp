@@ -18,6 +18,7 @@
 #include <limits>
 #include <queue>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -334,6 +335,23 @@ inline std::vector<am_test::spmd_param> thread_params() {
 /// Configures a context for several handler threads (kernel_options::threads > 1).
 inline void thread_multiple(am::config& cfg) {
     cfg.thread_multiple = true;
+}
+
+/// A kernel's constructor refuses `threads` 0 and 65 naming `name` (e.g. "sssp_kernel") and
+/// the rank, and 2 on a context without `thread_multiple`, naming that (collective).
+template <class Kernel>
+void check_thread_refusals(am::context& ctx, const std::string& name) {
+    const csr_graph g = am::graph::build_csr(ctx, kronecker(6, 4));
+    const auto refused = [&](int threads, const std::string& text) {
+        try {
+            Kernel k(ctx, g, am::graph::kernel_options{.threads = threads});
+            ADD_FAILURE() << name << ": threads = " << threads << " was accepted";
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+        }
+    };
+    for (const int bad : {0, 65}) refused(bad, name + ": rank " + std::to_string(ctx.rank()));
+    refused(2, "thread_multiple");
 }
 
 /// A smaller set for the more expensive or less transport-sensitive tests.
