@@ -72,7 +72,7 @@ endif()
 set(AM_HAVE_MPI FALSE)
 set(AM_MPI_FLAVOR "")
 find_package(MPI COMPONENTS C OPTIONAL_COMPONENTS CXX)
-if(MPI_C_FOUND)
+if(TARGET MPI::MPI_C)
   if(NOT MPIEXEC_EXECUTABLE)
     message(FATAL_ERROR "am: MPI (${MPI_C_COMPILER}) was found but not its launcher; set "
                         "MPIEXEC_EXECUTABLE, or -DAM_WITH_MPI=OFF")
