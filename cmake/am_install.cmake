@@ -15,8 +15,15 @@ install(EXPORT amTargets NAMESPACE am:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmak
 configure_package_config_file(cmake/amConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/amConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/am)
+# CHANGELOG.md, "Versions": before 1.0 a minor release may break the API, so find_package(am
+# 0.1) accepts 0.1.x only; from 1.0 on, any later release of the same major version.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(_am_compatibility SameMinorVersion)
+else()
+  set(_am_compatibility SameMajorVersion)
+endif()
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/amConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+  VERSION ${PROJECT_VERSION} COMPATIBILITY ${_am_compatibility})
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/amConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/amConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/am)

@@ -26,6 +26,7 @@ if [ "$set_name" != demo ]; then
 fi
 if [ "$set_name" = ci ]; then
   need="$need clang-format"                        # the format check (.ci/run)
+  need="$need spin"                                # scripts/model_check.sh
   need="$need clang-14 libclang-rt-14-dev"         # clang-14: scripts/fuzz.sh (libFuzzer)
   need="$need mpich libmpich-dev"                  # the MPICH build beside Open MPI's (.ci/run)
 fi

@@ -21,6 +21,7 @@ case "${AM_CMAKE_ARGS:-}" in
   *) scripts/install_test.sh "$build" ;;
 esac
 log="$build/ctest-summary.log"
+set -f  # AM_CTEST_ARGS may hold regular expressions: split into words, never globbed
 ctest --test-dir "$build" -j "$(nproc)" --output-on-failure --timeout 600 ${AM_CTEST_ARGS:-} \
   | tee "$log"
 if [ "${AM_REQUIRE_ALL_TESTS:-0}" = 1 ] && grep -E '\((Skipped|Disabled)\)$' "$log"; then
