@@ -221,8 +221,8 @@ def plot_concurrency(plt, rows, fig, path):
             s = sorted(base(rows, sys_, op=op), key=lambda r: r["ranks"])
             if s:
                 col, ls = STYLE[sys_]
-                ax.plot([r["ranks"] for r in s], [r["median"] for r in s], color=col, ls=ls,
-                        marker=".", label=f"{sys_} {op}")
+                ax.errorbar([r["ranks"] for r in s], [r["median"] for r in s], yerr=err(s),
+                            color=col, ls=ls, marker=".", capsize=2, label=f"{sys_} {op}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("ranks (every rank issues AMs to rank 0)")
     ax.set_ylabel("AMs per second (all ranks)")
