@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """The am.bench.window.quick test: runs `window_bench --quick` and checks that it prints
 well-formed JSON lines for every figure (the issue's keys and types, the am lines with their
-extra keys, the MPI baselines unless --no-baseline), and, when matplotlib can be imported,
+extra keys, the reference round trips of Fig. 3a/3c, the MPI baselines unless --no-baseline,
+with the shared-memory window baseline of Fig. 7), and, when matplotlib can be imported,
 that bench/scripts/plot_window.py draws every figure's PNG from those lines.
 
     check_window_bench.py WINDOW_BENCH PLOT_SCRIPT [window_bench options...]
@@ -19,6 +20,7 @@ COMMON = {"bench": str, "figure": str, "system": str, "transport": str, "ranks":
           "bytes": int, "metric": str, "median": (int, float), "min": (int, float),
           "max": (int, float), "reps": int}
 EXTRA = ["pipeline_unit", "internal_buffer", "ordering", "concurrent"]
+ROUNDTRIPS = ["msg_roundtrip", "am_medium_roundtrip", "am_long_roundtrip"]
 
 
 def fail(msg):
@@ -35,8 +37,16 @@ def check_line(r, line):
             fail(f"key {k!r} missing: {line}")
     if r["bench"] != "window" or r["figure"] not in FIGURES:
         fail(f"bad bench/figure: {line}")
-    if r["system"] not in ("am", "mpi_rma", "mpi_twosided"):
+    if r["system"] not in ("am", "mpi_rma", "mpi_twosided", "mpi_shm"):
         fail(f"bad system: {line}")
+    if r["op"] in ROUNDTRIPS:
+        if (r["system"] != "am" or r["figure"] not in ("3a", "3c") or r["metric"] != "latency_us"
+                or r.get("sizes_of") not in ("search", "abssum")
+                or not r.get("out_bytes", 0) > 0):
+            fail(f"bad round-trip line: {line}")
+        if not (0 < r["min"] <= r["median"] <= r["max"]) or r["reps"] < 1:
+            fail(f"bad statistics: {line}")
+        return
     if r["op"] not in ("search", "abssum"):
         fail(f"bad op: {line}")
     if r["metric"] not in ("latency_us", "throughput_amps"):
@@ -49,10 +59,10 @@ def check_line(r, line):
         if r["ordering"] not in ("sameop,diffop,sameam", "none") or r["concurrent"] not in (0, 1):
             fail(f"am line with bad ordering/concurrent: {line}")
         if r["metric"] == "latency_us":
-            for k in ("function_us", "roundtrip_us", "epoch"):
+            for k in ("function_us", "roundtrip_us", "am_roundtrip_us", "epoch"):
                 if k not in r:
                     fail(f"latency line without {k}: {line}")
-            if not r["function_us"] > 0 or not r["roundtrip_us"] > 0:
+            if not (r["function_us"] > 0 and r["roundtrip_us"] > 0 and r["am_roundtrip_us"] > 0):
                 fail(f"latency line with bad reference times: {line}")
         else:
             for k in ("segments_internal", "segments_user", "units_at_origin"):
@@ -79,6 +89,15 @@ def main():
         check_line(r, line)
         rows.append(r)
     baseline = "--no-baseline" not in opts
+    for fig in ("3a", "3c"):
+        rt = {r["op"]: r for r in rows if r["figure"] == fig and r["op"] in ROUNDTRIPS}
+        if sorted(rt) != sorted(ROUNDTRIPS):
+            fail(f"figure {fig}: round-trip lines {sorted(rt)}, want {ROUNDTRIPS}")
+        raw = min(rt["am_medium_roundtrip"]["median"], rt["am_long_roundtrip"]["median"])
+        for r in rows:
+            if r["figure"] == fig and r["op"] not in ROUNDTRIPS and r["system"] == "am":
+                if r["am_roundtrip_us"] != raw or r["roundtrip_us"] != rt["msg_roundtrip"]["median"]:
+                    fail(f"figure {fig}: a latency line's reference is not its round-trip lines'")
     for fig in FIGURES:
         am = [r for r in rows if r["figure"] == fig and r["system"] == "am"]
         if not am:
@@ -90,6 +109,8 @@ def main():
     if {r["ordering"] for r in rows if r["figure"] == "6" and r["system"] == "am"} != {
             "sameop,diffop,sameam", "none"}:
         fail("figure 6 needs strict and relaxed lines")
+    if baseline and not any(r["figure"] == "7" and r["system"] == "mpi_shm" for r in rows):
+        fail("no mpi_shm line for figure 7")
     if {r["concurrent"] for r in rows if r["figure"] == "7" and r["system"] == "am"} != {0, 1}:
         fail("figure 7 needs concurrency off and on")
     on = [r for r in rows if r["figure"] == "7" and r["system"] == "am" and r["concurrent"] == 1]

@@ -15,7 +15,11 @@
 //   pipeline unit k in --units, --iters times lock(1) + one AM + unlock(1) (epoch "lock"), and
 //   lock_all once + (AM + flush(1)) per AM (epoch "flush"); µs per AM. Beside it
 //   function_us (the kernel over 100 segments in units of k, timed alone at the origin) and
-//   roundtrip_us (ctx.send of the AM's input bytes, ctx.send of its output bytes back).
+//   roundtrip_us (ctx.send of the AM's input bytes, ctx.send of its output bytes back: the msg
+//   layer, rendezvous above 8 KiB) and am_roundtrip_us (the faster of a raw medium and a raw
+//   long AM round trip of the same bytes: request with the input, reply with the output). The
+//   three round trips also get lines of their own (op msg_roundtrip, am_medium_roundtrip,
+//   am_long_roundtrip; measured in the same job, repetitions interleaved).
 // 3b/3d throughput (search/abssum), 2 ranks, target 0, origin 1: per repetition --epochs
 //   fence epochs (default 1) of --ams AMs each, per unit k; AMs/s; segments_internal/
 //   segments_user of the origin. The baselines do the same --ams x --epochs AMs.
@@ -24,7 +28,9 @@
 // 6   alternating large (--large segments, one unit: more than the internal buffer) and small
 //     (--small segments) search AMs, strict ordering vs none; AMs/s.
 // 7   concurrency: every rank 0..R-1 issues AMs to target 0 in fence epochs without and with
-//     epoch_assert::concurrent (origin-side execution on the mapped window); AMs/s.
+//     epoch_assert::concurrent (origin-side execution on the mapped window); AMs/s. Beside
+//     mpi_rma and mpi_twosided, the baseline mpi_shm: the kernel run by every origin directly
+//     on the target's MPI_Win_allocate_shared memory in a fence epoch.
 #include "common/baseline.hpp"
 #include "common/options.hpp"
 #include "common/sys.hpp"
@@ -358,24 +364,146 @@ void add_stats(json_line& j, const origin_stats& st, uint64_t epochs) {
 
 // ------------------------------------------------------------------------------ figures
 
-/// The input bytes of one AM of `n` segments, sent and the output bytes sent back with
-/// ctx.send/recv, µs per round trip (rank 0; rank 1 echoes).
-double roundtrip_us(am::context& ctx, size_t bytes, uint64_t iters) {
-    std::vector<std::byte> buf(bytes);
-    ctx.barrier();
-    const auto t0 = bench_clock::now();
-    for (uint64_t i = 0; i < iters; ++i) {
-        if (ctx.rank() == 0) {
-            ctx.send(1, 1, buf);
-            (void)ctx.recv(1, 2, buf);
-        } else if (ctx.rank() == 1) {
-            (void)ctx.recv(0, 1, buf);
-            ctx.send(0, 2, buf);
+/// Polls until `pred()` holds: spinning when every rank has a core, else through ctx.wait
+/// (which backs off), as the ranks that serve a latency run do.
+template <class Pred>
+void poll_until(am::context& ctx, Pred&& pred) {
+    if (ctx.size() <= usable_cores()) {
+        while (!pred()) ctx.poll();
+    } else {
+        ctx.wait(pred);
+    }
+}
+
+/// The references of one AM's latency, 2 ranks, rank 0 asking and rank 1 answering with the
+/// AM's input bytes one way and its output bytes back, nothing computed:
+/// - msg: ctx.send / ctx.recv (the msg layer: eager up to 8 KiB, rendezvous above);
+/// - medium: a medium request whose handler replies with a medium payload, copied into the
+///   origin's output buffer by the reply handler (how the window layer moves units and
+///   outputs);
+/// - long: a long request written into a block of rank 1's segment whose handler replies
+///   with a long payload written into a block of rank 0's segment.
+class raw_roundtrips {
+  public:
+    raw_roundtrips(am::context& ctx, size_t in_bytes, size_t out_bytes)
+        : _ctx(ctx), _in(in_bytes, std::byte{1}), _out(out_bytes, std::byte{2}), _got(out_bytes) {
+        _req_m = ctx.handler([this](am::token& t, std::span<const std::byte>) {
+            t.reply(_rep_m, std::span<const std::byte>(_out));
+            _served.fetch_add(1);
+        });
+        _rep_m = ctx.handler([this](am::token&, std::span<const std::byte> p) {
+            std::memcpy(_got.data(), p.data(), p.size());
+            _replies.fetch_add(1);
+        });
+        _req_l = ctx.handler([this](am::token& t, std::span<std::byte>, uint64_t reply_at) {
+            t.reply(_rep_l, std::span<const std::byte>(_out), reply_at);
+            _served.fetch_add(1);
+        });
+        _rep_l = ctx.handler([this](am::token&, std::span<std::byte>) { _replies.fetch_add(1); });
+        _block = ctx.allocate<std::byte>(std::max(in_bytes, out_bytes));
+        _blocks = ctx.exchange(_block);
+        ctx.barrier();
+    }
+    raw_roundtrips(const raw_roundtrips&) = delete;
+    raw_roundtrips& operator=(const raw_roundtrips&) = delete;
+    ~raw_roundtrips() {
+        try {
+            _ctx.barrier();
+            _ctx.deallocate(_block);
+        } catch (...) {  // the job is failing; am::run reports it
         }
     }
-    const double us = seconds_since(t0) / static_cast<double>(iters) * 1e6;
-    ctx.barrier();
-    return us;
+
+    /// µs per round trip of `kind` ("msg", "medium", "long") over `iters` round trips, on
+    /// rank 0 (0 on rank 1).
+    double measure(const std::string& kind, uint64_t iters) {
+        _served = 0;
+        _replies = 0;
+        _ctx.barrier();
+        const auto t0 = bench_clock::now();
+        if (_ctx.rank() == 0) {
+            for (uint64_t i = 0; i < iters; ++i) ask(kind, i);
+        } else if (_ctx.rank() == 1) {
+            answer(kind, iters);
+        }
+        const double us = seconds_since(t0) / static_cast<double>(iters) * 1e6;
+        _ctx.barrier();
+        return _ctx.rank() == 0 ? us : 0;
+    }
+
+  private:
+    void ask(const std::string& kind, uint64_t i) {
+        if (kind == "msg") {
+            _ctx.send(1, 1, _in);
+            (void)_ctx.recv(1, 2, _got);
+            return;
+        }
+        if (kind == "medium") {
+            _ctx.request(1, _req_m, std::span<const std::byte>(_in));
+        } else {
+            _ctx.request(1, _req_l, std::span<const std::byte>(_in), _blocks[1].offset(),
+                         _blocks[0].offset());
+        }
+        poll_until(_ctx, [&] { return _replies.load() > i; });
+    }
+    void answer(const std::string& kind, uint64_t iters) {
+        if (kind == "msg") {
+            std::vector<std::byte> buf(_in.size());
+            for (uint64_t i = 0; i < iters; ++i) {
+                (void)_ctx.recv(0, 1, buf);
+                _ctx.send(0, 2, _out);
+            }
+            return;
+        }
+        poll_until(_ctx, [&] { return _served.load() >= iters; });
+    }
+
+    am::context& _ctx;
+    std::vector<std::byte> _in, _out, _got;
+    am::handler<am::category::medium> _req_m, _rep_m;
+    am::handler<am::category::long_am, uint64_t> _req_l;
+    am::handler<am::category::long_am> _rep_l;
+    am::global_ptr<std::byte> _block;
+    std::vector<am::global_ptr<std::byte>> _blocks;
+    std::atomic<uint64_t> _served{0}, _replies{0};
+};
+
+/// The reference round trips of Fig. 3a/3c, repetitions interleaved so that they share the
+/// machine's drift; prints one line per kind (rank 0) and returns the medians
+/// {msg, fastest raw AM}.
+std::pair<double, double> fig_roundtrips(am::context& ctx, const plan& p, const std::string& fig,
+                                         const std::string& op, size_t bytes) {
+    raw_roundtrips rt(ctx, bytes, bytes);
+    const std::vector<std::string> kinds = {"msg", "medium", "long"};
+    std::vector<std::vector<double>> v(kinds.size());
+    for (int r = -1; r < p.reps; ++r) {  // -1: warm-up
+        const uint64_t iters = r < 0 ? std::max<uint64_t>(1, p.iters / 10) : p.iters;
+        for (size_t k = 0; k < kinds.size(); ++k) {
+            const double us = rt.measure(kinds[k], iters);
+            if (r >= 0) v[k].push_back(us);
+        }
+    }
+    if (ctx.rank() != 0) return {0, 0};
+    std::vector<double> med;
+    for (size_t k = 0; k < kinds.size(); ++k) {
+        const std::string name =
+            kinds[k] == "msg" ? "msg_roundtrip" : "am_" + kinds[k] + "_roundtrip";
+        point_keys key;  // no window: unit, buffers, ordering and concurrency are null
+        key.figure = fig;
+        key.system = "am";
+        key.transport = p.transport;
+        key.ranks = ctx.size();
+        key.op = name;
+        key.bytes = bytes;
+        key.metric = "latency_us";
+        key.segments = paper_segments;
+        key.ams = 1;
+        json_line j = start_line(key, summarize3(v[k]));
+        j.num("out_bytes", static_cast<double>(bytes)).str("sizes_of", op);
+        j.print();
+        med.push_back(summarize3(v[k]).median);
+    }
+    return {med[0], std::min(med[1], med[2])};
 }
 
 /// Fig. 3a (search) / 3c (abssum): latency of one AM per epoch against the pipeline unit.
@@ -383,9 +511,7 @@ void fig_latency(am::context& ctx, const plan& p, const std::string& fig, const 
                  release& rel, uint64_t& released) {
     bench_window bw(ctx, p, 8 << 10, am::am_order::strict, paper_segments);
     am_data d(p, op, paper_segments);
-    std::vector<double> rt;
-    for (int r = 0; r < p.reps; ++r) rt.push_back(roundtrip_us(ctx, d.bytes(), p.iters));
-    const double rt_us = summarize3(rt).median;
+    const auto [msg_us, raw_us] = fig_roundtrips(ctx, p, fig, op, d.bytes());
     for (uint64_t k : p.units) {
         for (const char* epoch : {"lock", "flush"}) {
             std::vector<double> v;
@@ -423,7 +549,7 @@ void fig_latency(am::context& ctx, const plan& p, const std::string& fig, const 
                 am_line(p, ctx, fig, op, "latency_us", v, k, 8 << 10, am::am_order::strict, 0,
                         paper_segments, 1, static_cast<double>(d.bytes()));
             j.str("epoch", epoch).num("function_us", summarize3(f).median);
-            j.num("roundtrip_us", rt_us);
+            j.num("roundtrip_us", msg_us).num("am_roundtrip_us", raw_us);
             j.print();
         }
     }
@@ -625,10 +751,11 @@ int run_figures(const plan& p) {
                 [&](am::context& c, release&, uint64_t&) { fig_concurrency(c, p); });
             if (r <= p.baseline_max_ranks) {
                 for (const std::string& op : p.ops7) {
-                    base_ok &= run_baseline(
-                        p, static_cast<int>(r),
-                        {"--figure", "7", "--mode", "throughput", "--op", op, "--origins", "all",
-                         "--ams", std::to_string(p.ams * p.epochs)});
+                    base_ok &=
+                        run_baseline(p, static_cast<int>(r),
+                                     {"--figure", "7", "--mode", "throughput", "--op", op,
+                                      "--origins", "all", "--ams", std::to_string(p.ams * p.epochs),
+                                      "--systems", "mpi_rma,mpi_twosided,mpi_shm"});
                 }
             }
         }
