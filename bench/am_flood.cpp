@@ -22,7 +22,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <span>
 #include <vector>
 
@@ -56,17 +55,7 @@ struct flood {
     }
 
     /// Reads the whole payload, as a handler that uses the data would.
-    void consume(std::span<const std::byte> p) {
-        std::uint64_t sum = 0;
-        std::size_t i = 0;
-        for (; i + 8 <= p.size(); i += 8) {
-            std::uint64_t w;
-            std::memcpy(&w, p.data() + i, 8);
-            sum += w;
-        }
-        for (; i < p.size(); ++i) sum += static_cast<std::uint64_t>(p[i]);
-        checksum += sum;
-    }
+    void consume(std::span<const std::byte> p) { checksum += read_sum(p); }
 
     void arrived(am::token& t, am::handler<am::category::short_am> ack) {
         ++received;

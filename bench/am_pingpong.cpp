@@ -12,7 +12,15 @@
 // Every ping is answered by a pong of the same category and size: short ping (one 8-byte
 // argument) → short pong; medium ping → medium pong echoing the payload; long ping (written
 // at offset 0 of rank 1's segment) → long pong echoing it to offset 0 of rank 0's segment.
-// So each direction carries `bytes`, as in the MPI ping-pong.
+// So each direction carries `bytes`, as in the MPI ping-pong, and each receiver reads every
+// byte it received, as MPI_Recv's copy into the receive buffer does: rank 1 in its echo, rank
+// 0 in the long pong's handler, which checks the sum of the bytes (`read_sum`).
+//
+// Long-message bandwidth: the long stream's receiver reads every byte too (its handler checks
+// the sum), and each message lands in its own slot of the receiver's segment: the sender
+// reuses a slot only after the receiver has read it (one credit, a short reply, per message),
+// so no message is overwritten while it is being read. A payload whose sum is wrong fails
+// the run.
 #include "common/am_harness.hpp"
 #include "common/baseline.hpp"
 #include "common/options.hpp"
@@ -26,6 +34,8 @@
 #include <cstdio>
 #include <optional>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace am::bench {
@@ -34,18 +44,33 @@ namespace {
 constexpr const char* bench_name = "am_pingpong";
 constexpr std::size_t default_max_long = std::size_t{4} << 20;
 
+/// Most bytes of the receiver's segment the long stream spreads its slots over (the slots of
+/// the largest sizes take more: at least 2 slots, so sending overlaps reading).
+constexpr std::size_t stream_slot_budget = std::size_t{4} << 20;
+constexpr std::size_t max_stream_slots = 64;  // as the MPI baseline's default window
+
+/// Slots of the long stream at `bytes`: messages in flight, each to its own slot.
+std::size_t stream_slots(std::size_t bytes) {
+    return std::clamp<std::size_t>(stream_slot_budget / std::max<std::size_t>(bytes, 1), 2,
+                                   max_stream_slots);
+}
+
 /// Rank-local state and the handlers of one rank.
 struct pingpong {
-    std::uint64_t pings = 0;      // requests handled (rank 1)
-    std::uint64_t pongs = 0;      // replies handled (rank 0)
-    std::uint64_t expected = 0;   // requests this rank has handled when the current point ends
-    page_buffer buf;              // payloads (aligned like the memcpy reference's buffers)
+    std::uint64_t pings = 0;          // requests handled (rank 1)
+    std::uint64_t pongs = 0;          // replies handled (rank 0): pongs, and the stream's credits
+    std::uint64_t expected = 0;       // requests this rank has handled when the current point ends
+    std::uint64_t checked = 0;        // long payloads read by their receiver (rank 0: as reported)
+    std::uint64_t bad = 0;            // of which with a wrong sum
+    page_buffer buf;                  // payloads (aligned like the memcpy reference's buffers)
+    std::vector<std::uint64_t> sums;  // read_sum of buf's first n bytes, by n (long sizes)
+    std::vector<std::size_t> sum_sizes;
     std::size_t pong_offset = 0;  // where long pongs land (apart from the ping when alone)
 
     am::handler<am::category::short_am, std::uint64_t> ping_short;
     am::handler<am::category::medium> ping_medium;
     am::handler<am::category::long_am> ping_long;
-    am::handler<am::category::long_am, std::uint64_t> stream_long;
+    am::handler<am::category::long_am> stream_long;
 
     explicit pingpong(am::context& ctx) {
         auto pong_s = ctx.handler([this](am::token&, std::uint64_t) { ++pongs; });
@@ -58,19 +83,46 @@ struct pingpong {
             ++pings;
             t.reply(pong_m, p);
         });
-        auto pong_l = ctx.handler([this](am::token&, std::span<std::byte>) { ++pongs; });
+        // The echo reads every byte of the ping; the pong's handler reads every byte it got.
+        auto pong_l = ctx.handler([this](am::token&, std::span<std::byte> p) {
+            bad += intact(p) ? 0 : 1;
+            ++checked;
+            ++pongs;
+        });
         ping_long = ctx.handler([this, pong_l](am::token& t, std::span<std::byte> p) {
             ++pings;
             t.reply(pong_l, p, pong_offset);
         });
-        // Streamed long messages: the last one of a burst is acknowledged.
-        auto ack = ctx.handler([this](am::token&) { ++pongs; });
-        stream_long =
-            ctx.handler([this, ack](am::token& t, std::span<std::byte>, std::uint64_t last) {
-                ++pings;
-                if (last != 0) t.reply(ack);
-            });
+        // Streamed long messages: read, then one credit back (its argument: 1 if the sum was
+        // wrong), after which the sender may reuse the slot.
+        auto credit = ctx.handler([this](am::token&, std::uint64_t wrong) {
+            bad += wrong;
+            ++checked;
+            ++pongs;
+        });
+        stream_long = ctx.handler([this, credit](am::token& t, std::span<std::byte> p) {
+            ++pings;
+            t.reply(credit, std::uint64_t{intact(p) ? 0U : 1U});
+        });
         ctx.barrier();
+    }
+
+    /// Fills the payload buffer with the pattern and notes the sum of each long size.
+    void prepare(std::size_t bytes, const std::vector<std::size_t>& long_sizes) {
+        buf.reset(bytes);
+        fill_pattern(std::span<std::byte>(buf.data(), bytes));
+        sum_sizes = long_sizes;
+        sums.clear();
+        for (std::size_t n : long_sizes) sums.push_back(read_sum({buf.data(), n}));
+    }
+
+    /// Reads all of `p`: true if its sum is that of the first p.size() bytes of the pattern.
+    [[nodiscard]] bool intact(std::span<const std::byte> p) const {
+        const std::uint64_t got = read_sum(p);
+        for (std::size_t i = 0; i < sum_sizes.size(); ++i) {
+            if (sum_sizes[i] == p.size()) return sums[i] == got;
+        }
+        return false;
     }
 };
 
@@ -121,19 +173,25 @@ void point(am::context& ctx, const rank_env& env, pingpong& pp, int peer, const 
     ctx.barrier();
 }
 
-/// Long-message bandwidth: rank 0 streams long messages to offset 0 of `peer`'s segment, the
-/// last of each repetition acknowledged; beside it, memcpy of the same size on the same core.
+/// Long-message bandwidth: rank 0 streams long messages to `peer`, message i to slot
+/// i mod `stream_slots(bytes)` of its segment, with at most that many not yet read (credits);
+/// bytes × N / time until the last credit is back. Beside it, memcpy of the same size on the
+/// same core.
 void stream_point(am::context& ctx, const rank_env& env, pingpong& pp, int peer,
                   std::size_t bytes) {
     const std::uint64_t n = iters_for(env.opts(), bandwidth_plan, bytes);
     const std::uint64_t warm = warmup_for(env.opts(), n);
     const auto payload = std::span<const std::byte>(pp.buf.data(), bytes);
+    const std::size_t slots = stream_slots(bytes);
+    std::uint64_t sent = 0;  // rank 0: stream messages sent; pp.pongs counts their credits
     auto burst = [&](std::uint64_t count) {
-        const std::uint64_t want = pp.pongs + 1;
+        const std::uint64_t base = pp.pongs - sent;  // credits of other points
         for (std::uint64_t i = 0; i < count; ++i) {
-            ctx.request(peer, pp.stream_long, payload, std::size_t{0}, i + 1 == count ? 1 : 0);
+            env.wait(ctx, [&] { return sent - (pp.pongs - base) < slots; });
+            ctx.request(peer, pp.stream_long, payload, (sent % slots) * bytes);
+            ++sent;
         }
-        env.wait(ctx, [&] { return pp.pongs >= want; });
+        env.wait(ctx, [&] { return pp.pongs - base == sent; });
     };
     if (ctx.rank() == 0) {
         env.report(ctx, bench_name, "memcpy", bytes, "bandwidth_GBps",
@@ -154,6 +212,21 @@ void stream_point(am::context& ctx, const rank_env& env, pingpong& pp, int peer,
         env.idle(ctx);
     }
     ctx.barrier();
+}
+
+/// Rank 0, after the points: says how many long payloads their receivers read and checked;
+/// one that arrived with a wrong sum fails the run.
+void check_intact(const am::context& ctx, const pingpong& pp) {
+    if (ctx.rank() != 0 || pp.checked == 0) return;
+    std::fprintf(stderr,
+                 "am_pingpong: long payloads read by their receivers: %llu checked, %llu wrong "
+                 "sum\n",
+                 static_cast<unsigned long long>(pp.checked),
+                 static_cast<unsigned long long>(pp.bad));
+    if (pp.bad != 0) {
+        throw std::runtime_error("am_pingpong: " + std::to_string(pp.bad) +
+                                 " long payloads arrived with a wrong sum");
+    }
 }
 
 struct size_plan {
@@ -179,7 +252,7 @@ void rank_main(am::context& ctx, rank_env& env) {
     const size_plan plan = plan_sizes(o, ctx.max_medium());
     std::size_t biggest = std::max<std::size_t>(8, ctx.max_medium());
     for (std::size_t s : plan.long_lat) biggest = std::max(biggest, s);
-    pp.buf.reset(biggest);
+    pp.prepare(biggest, plan.long_lat);
     if (ctx.size() == 1) pp.pong_offset = biggest;  // one segment holds both ping and pong
 
     for (const int peer : env.peers(ctx)) {
@@ -200,6 +273,7 @@ void rank_main(am::context& ctx, rank_env& env) {
         }
         for (std::size_t s : plan.long_bw) stream_point(ctx, env, pp, peer, s);
     }
+    check_intact(ctx, pp);
 }
 
 /// The MPI side of the same sizes, then the am/MPI and am/memcpy ratios.

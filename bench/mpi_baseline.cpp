@@ -11,6 +11,13 @@
 // flood:    windowed MPI_Isend message rate for --sizes (op "isend_window"): per window the
 //           receiver pre-posts `window` MPI_Irecv, the sender posts `window` MPI_Isend, both
 //           MPI_Waitall, and the receiver acknowledges with a 0-byte message (osu_bw style).
+//
+// What the receiver does with the data: every receive goes into the one receive buffer (all
+// `window` MPI_Irecv of a window too), which MPI fills by a copy on the receiving side (Open
+// MPI's vader BTL: CMA process_vm_readv from the sender's buffer above 4 KiB, a copy out of
+// the shared-memory FIFO below); the program does not read the buffer afterwards. Senders
+// send their own constant buffer (the ping-pong's reply does not echo what arrived). The am
+// side's long messages match this: their receivers read every byte (am_pingpong).
 #include "common/mpi_hop.hpp"
 #include "common/options.hpp"
 #include "common/report.hpp"

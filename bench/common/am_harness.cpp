@@ -17,8 +17,35 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace am::bench {
+
+std::uint64_t read_sum(std::span<const std::byte> p) noexcept {
+    std::uint64_t acc[4] = {0, 0, 0, 0};
+    std::size_t i = 0;
+    for (; i + 32 <= p.size(); i += 32) {
+        for (std::size_t k = 0; k < 4; ++k) {
+            std::uint64_t w;
+            std::memcpy(&w, p.data() + i + 8 * k, 8);
+            acc[k] += w;
+        }
+    }
+    for (; i + 8 <= p.size(); i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, p.data() + i, 8);
+        acc[0] += w;
+    }
+    for (; i < p.size(); ++i) acc[1] += static_cast<std::uint64_t>(p[i]);
+    return acc[0] + acc[1] + acc[2] + acc[3];
+}
+
+void fill_pattern(std::span<std::byte> p) noexcept {
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        p[i] = static_cast<std::byte>(1 + (i * 131 + (i >> 12)) % 251);  // never 0
+    }
+}
+
 namespace {
 
 bool under_amrun() {

@@ -12,12 +12,24 @@
 
 #include <am/am.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace am::bench {
+
+/// Reads every byte of `p` and returns their sum as 64-bit little words (the tail bytewise):
+/// what a handler that uses a payload costs at least, and a check that it arrived intact.
+/// Several independent accumulators, so that the read runs at load bandwidth, not at one add
+/// per cycle.
+[[nodiscard]] std::uint64_t read_sum(std::span<const std::byte> p) noexcept;
+
+/// Fills `p` with a pattern whose `read_sum` differs for every prefix length a benchmark uses
+/// (no zero words), so a payload that arrived short, stale or overwritten is noticed.
+void fill_pattern(std::span<std::byte> p) noexcept;
 
 /// The mpi transport: what idle ranks wait for (see `rank_env::idle`).
 struct idle_state {

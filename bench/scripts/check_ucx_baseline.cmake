@@ -13,6 +13,10 @@
 #   RATIO      the ratio metric of am/ucx lines, one per expected bytes at least
 #   REPS       expected `reps` of each UCX line (--reps times --rounds)
 #   OK_STATUS  list of accepted exit statuses (3: the MPI baseline was not built)
+#
+# Both modes also check the am side's long messages when it streamed them (am_pingpong with
+# long sizes >= 64 KiB): the receivers read every long payload and checked its sum, and said
+# so on stderr with no wrong sum (a wrong one fails the run).
 cmake_minimum_required(VERSION 3.25)
 
 foreach(_v BENCH ARGS MODE REPS OK_STATUS)
@@ -46,6 +50,7 @@ set(_am 0)
 set(_ucx_lines "")
 set(_ratios "")
 set(_hop FALSE)
+set(_long_stream FALSE)
 foreach(_line IN LISTS _lines)
   if(_line STREQUAL "")
     continue()
@@ -58,6 +63,9 @@ foreach(_line IN LISTS _lines)
   endforeach()
   if(_system STREQUAL "am")
     math(EXPR _am "${_am} + 1")
+    if(_op STREQUAL "long" AND _metric STREQUAL "bandwidth_GBps")
+      set(_long_stream TRUE)
+    endif()
   elseif(_system STREQUAL "am/ucx")
     list(APPEND _ratios "${_op}:${_bytes}:${_metric}")
   elseif(_system STREQUAL "cacheline" AND _transport STREQUAL "ucx-sm")
@@ -76,6 +84,11 @@ endforeach()
 
 if(_am EQUAL 0)
   message(FATAL_ERROR "no am result line:\n${_out}\n${_err}")
+endif()
+if(_long_stream AND NOT _err MATCHES
+   "long payloads read by their receivers: [1-9][0-9]* checked, 0 wrong sum")
+  message(FATAL_ERROR "the long stream ran but its receivers did not report reading and "
+                      "checking the payloads:\n${_err}")
 endif()
 string(REGEX MATCHALL "UCX baseline skipped" _notes "${_err}")
 list(LENGTH _notes _note_count)
