@@ -60,6 +60,11 @@ summary summarize(std::vector<double> v) {
     return {med, v.front(), v.back(), static_cast<int>(n)};
 }
 
+summary ratio_of(const summary& num, const summary& den) {
+    return {num.median / den.median, num.min / den.max, num.max / den.min,
+            std::min(num.reps, den.reps)};
+}
+
 result make_result(std::string_view bench, std::string_view system, std::string_view transport,
                    int ranks, std::string_view op, std::uint64_t bytes, std::string_view metric,
                    const summary& s) {
@@ -206,8 +211,8 @@ void reporter::add_ratios(std::string_view num_system, std::string_view num_op,
         if (num_system != a.system || num_op != a.op || metric != a.metric) continue;
         const std::optional<result> b = find(den_system, den_op, a.bytes, metric);
         if (!b || b->median == 0 || b->min == 0 || b->max == 0) continue;
-        const summary s{a.median / b->median, a.min / b->min, a.max / b->max,
-                        std::min(a.reps, b->reps)};
+        const summary s = ratio_of({a.median, a.min, a.max, a.reps},
+                                   {b->median, b->min, b->max, b->reps});
         add(make_result(a.bench, sys, a.transport, a.ranks, a.op, a.bytes, ratio_metric, s));
     }
 }

@@ -36,6 +36,14 @@ struct summary {
 };
 summary summarize(std::vector<double> values);
 
+/// The ratio num/den of two summaries: median = num.median / den.median; min and max are the
+/// range the ratio can take over the repetitions, num.min / den.max and num.max / den.min
+/// (the ratio of the minima and the ratio of the maxima are not a range: the median may lie
+/// outside them). Only the summaries are kept, so the repetitions cannot be paired; the range
+/// is the widest the two min-max ranges allow. reps = the smaller count. Every denominator
+/// figure must be positive (the caller checks).
+summary ratio_of(const summary& num, const summary& den);
+
 /// Builds a result; strings longer than the fields are truncated.
 result make_result(std::string_view bench, std::string_view system, std::string_view transport,
                    int ranks, std::string_view op, std::uint64_t bytes, std::string_view metric,
@@ -62,8 +70,9 @@ class reporter {
     /// The first result matching the key fields, if any.
     [[nodiscard]] std::optional<result> find(std::string_view system, std::string_view op,
                                              std::uint64_t bytes, std::string_view metric) const;
-    /// Adds a ratio line num/den for every (bytes) present in both sets: median = ratio of the
-    /// medians, min = ratio of the minima, max = ratio of the maxima.
+    /// Adds a ratio line num/den for every (bytes) present in both sets, figures as `ratio_of`
+    /// gives them: median = ratio of the medians, min = num.min / den.max, max = num.max /
+    /// den.min.
     void add_ratios(std::string_view num_system, std::string_view num_op,
                     std::string_view den_system, std::string_view den_op, std::string_view metric,
                     std::string_view ratio_metric);

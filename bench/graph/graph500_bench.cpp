@@ -6,7 +6,8 @@
 /// and then `mpirun -n 2 pbgl_baseline` on the same graph and roots, prints every JSON line
 /// both print, and at the end, per kernel, one line with the median over the rounds of each
 /// system's harmonic-mean TEPS and their ratio (system "am/pbgl", metric "teps_ratio":
-/// median = ratio of the medians, min = ratio of the minima, max = ratio of the maxima).
+/// median = ratio of the medians; min and max the ratio's range, am's min over PBGL's max and
+/// am's max over PBGL's min: report.hpp's ratio_of).
 /// PageRank: PBGL runs as many iterations as am's run of the same round took (am stops on its
 /// tolerance; PBGL's page_rank takes a count), read from the "levels" of am-graph500's JSON
 /// line; the ratio line then also has "iterations".
@@ -269,8 +270,8 @@ void print_ratio(const options& o, const std::string& kernel, const std::vector<
                  const std::vector<double>& pbgl, int iterations) {
     const auto a = am::bench::summarize(am), p = am::bench::summarize(pbgl);
     if (a.reps == 0 || p.reps == 0 || p.median <= 0 || p.min <= 0 || p.max <= 0) return;
-    const am::bench::summary ratio{a.median / p.median, a.min / p.min, a.max / p.max,
-                                   std::min(a.reps, p.reps)};
+    // min-max: the range of the ratio (am's min over PBGL's max, am's max over PBGL's min).
+    const am::bench::summary ratio = am::bench::ratio_of(a, p);
     std::string s = am::bench::to_json(
         am::bench::make_result("graph500", "am/pbgl", "shm", 2, kernel, 0, "teps_ratio", ratio));
     s.pop_back();

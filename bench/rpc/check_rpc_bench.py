@@ -51,12 +51,57 @@ def check_line(r, line):
         fail(f"bad bench/op/system: {line}")
     if r["metric"] not in METRICS or r["reps"] < 1 or r["ranks"] < 2:
         fail(f"bad metric/reps/ranks: {line}")
-    # Differences (oam-plain, promotion's ns) may be negative on a noisy machine, and ratios
-    # are ratios of minima and maxima; every measured figure is positive and ordered.
+    # Differences (oam-plain, promotion's ns) may be negative on a noisy machine; ratios are
+    # checked against the lines they divide (check_ratios); every measured figure is positive
+    # and ordered.
     measured = r["metric"] not in ("time_ratio",) and r["system"] != "oam-plain" and not (
         r["op"] == "promotion" and r["metric"] == "ns")
     if measured and not (0 < r["min"] <= r["median"] <= r["max"]):
         fail(f"bad statistics: {line}")
+
+
+def close(x, y):
+    """Equal up to the JSON lines' 6 significant digits."""
+    return abs(x - y) <= 1e-4 * max(abs(x), abs(y))
+
+
+def check_ratios(rows):
+    """Every time_ratio line (how many times longer num takes than den) against the lines it
+    divides: median = ratio of the medians, min and max the ratio's range (report.hpp's
+    ratio_of: num's min over den's max, num's max over den's min; for a rate, time = 1/rate).
+    The old figures (ratio of the minima, ratio of the maxima) fail here."""
+    parts = {"rpc/am": ("am_rpc", "am_handcoded"), "trpc/rpc": ("trpc", "am_rpc")}
+    checked = 0
+    for r in rows:
+        if r["metric"] != "time_ratio":
+            continue
+        num_sys, den_sys = parts[r["system"]]
+        metric = {"async_rate": "rate_Mops", "dht": "seconds", "uts": "seconds"}.get(
+            r["op"], "latency_us")
+
+        def find(system):
+            for q in rows:
+                if (q["system"], q["op"], q["metric"], q["ranks"]) == (
+                        system, r["op"], metric, r["ranks"]):
+                    return q
+            fail(f"no {system} {metric} line for the ratio {r}")
+
+        num, den = find(num_sys), find(den_sys)
+        if metric == "rate_Mops":  # times are 1/rate: swap, and the lines' min/max with them
+            want = (den["median"] / num["median"], den["min"] / num["max"],
+                    den["max"] / num["min"])
+        else:
+            want = (num["median"] / den["median"], num["min"] / den["max"],
+                    num["max"] / den["min"])
+        got = (r["median"], r["min"], r["max"])
+        if not all(close(g, w) for g, w in zip(got, want)):
+            fail(f"ratio {r['system']} {r['op']} (ranks {r['ranks']}): median/min/max {got}, "
+                 f"want {want}")
+        if not r["min"] <= r["median"] <= r["max"]:
+            fail(f"ratio outside its own range: {r}")
+        checked += 1
+    if checked == 0:
+        fail("no time_ratio lines")
 
 
 def main():
@@ -87,7 +132,9 @@ def main():
         for s in ("rpc/am", "trpc/rpc"):
             if not any(r["op"] == op and r["system"] == s for r in rows):
                 fail(f"no {s} ratio for {op}")
-    print(f"check_rpc_bench: {len(rows)} well-formed lines, every op and system present")
+    check_ratios(rows)
+    print(f"check_rpc_bench: {len(rows)} well-formed lines, every op and system present, "
+          "every ratio's min-max its range")
 
     try:
         import matplotlib  # noqa: F401

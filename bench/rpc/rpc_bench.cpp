@@ -505,11 +505,10 @@ void add_ratios(reporter& rep) {
         }
         const bool rate = m == "rate_Mops";
         auto ratio = [&](const result& a, const result& b, const char* name) {
-            // time(a)/time(b): for a rate, rate(b)/rate(a).
-            const summary s = rate ? summary{b.median / a.median, b.max / a.max, b.min / a.min,
-                                             std::min(a.reps, b.reps)}
-                                   : summary{a.median / b.median, a.min / b.min, a.max / b.max,
-                                             std::min(a.reps, b.reps)};
+            // time(a)/time(b): for a rate, rate(b)/rate(a). min-max: the ratio's range
+            // (reporter's ratio_of).
+            const summary sa{a.median, a.min, a.max, a.reps}, sb{b.median, b.min, b.max, b.reps};
+            const summary s = rate ? ratio_of(sb, sa) : ratio_of(sa, sb);
             rep.add(make_result(bench_name, name, a.transport, a.ranks, a.op, a.bytes, "time_ratio",
                                 s));
         };

@@ -7,9 +7,14 @@
 #   two-hosts       scripts/multihost.sh --hosts 2 --ppn 1: every message through MPI over TCP
 #                   across a veth pair and a bridge (no delay: see docs/transports.md)
 # All run the same binary, graph, roots and kernel, unbound (the emulated hosts each believe they
-# own every core, so binding would put both ranks on core 0). Prints am-graph500's JSON line per
-# run with "config" added, then per configuration one line with the median over the rounds of
-# the harmonic-mean TEPS (metric "teps_median_of_rounds") and the ratio to one-host-rings.
+# own every core, so binding would put both ranks on core 0). Every run validates its searches
+# (--validate). Prints am-graph500's JSON line per run with "config" and "round" added, then per
+# configuration one line with the median over the rounds of the harmonic-mean TEPS (metric
+# "teps_median_of_rounds", "reps" the runs that succeeded, "failed" those that did not) and the
+# ratio to one-host-rings.
+# A run fails when its command exits non-zero, prints other than one Graph500 JSON line, or that
+# line is not "validated":true; it is named on stderr at once with the end of its stderr, is not
+# in the medians, and the script then exits 1 after the summary (0 when every run succeeded).
 #   bench/scripts/multihost_graph500.sh BUILD_DIR [SCALE] [ROUNDS] [ROOTS]
 set -euo pipefail
 build=${1:?usage: multihost_graph500.sh BUILD_DIR [SCALE] [ROUNDS] [ROOTS]}
@@ -19,36 +24,64 @@ roots=${4:-16}
 here=$(cd "$(dirname "$0")" && pwd)
 graph500=$(cd "$build" && pwd)/apps/graph/am-graph500
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-args=(--scale "$scale" --kernel bfs --roots "$roots" --json --quiet)
+args=(--scale "$scale" --kernel bfs --roots "$roots" --json --quiet --validate)
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$out" "$tmp"' EXIT
+failed=0
 
+# run CONFIG ROUND COMMAND...: the run's JSON line (with config and round) to stdout and $out,
+# or, when it failed, a report on stderr and nothing in $out.
 run() {
-  local config=$1
-  shift
-  "$@" 2>/dev/null | grep '^{"bench":"graph500"' |
-    sed "s/^{/{\"config\":\"$config\",/" | tee -a "$out"
+  local config=$1 round=$2
+  shift 2
+  local status=0 lines valid
+  "$@" >"$tmp/stdout" 2>"$tmp/stderr" || status=$?
+  lines=$(grep -c '^{"bench":"graph500"' "$tmp/stdout" || true)
+  valid=$(grep '^{"bench":"graph500"' "$tmp/stdout" | grep -c '"validated":true' || true)
+  if ((status != 0 || lines != 1 || valid != 1)); then
+    failed=$((failed + 1))
+    echo "multihost_graph500: FAILED: $config, round $round: exit status $status," \
+      "$lines Graph500 line(s), $valid validated; the end of its stderr:" >&2
+    tail -n 20 "$tmp/stderr" | sed 's/^/  | /' >&2
+    echo "{\"config\":\"$config\",\"round\":$round,\"failed\":true,\"status\":$status}" >>"$out"
+    return 0
+  fi
+  grep '^{"bench":"graph500"' "$tmp/stdout" |
+    sed "s/^{/{\"config\":\"$config\",\"round\":$round,/" | tee -a "$out"
 }
 
 for ((r = 0; r < rounds; r++)); do
-  run one-host-rings mpirun -n 2 --bind-to none "$graph500" "${args[@]}"
-  run one-host-mpi env AM_NODE_SIZE=1 mpirun -n 2 --bind-to none -x AM_NODE_SIZE \
+  run one-host-rings "$r" mpirun -n 2 --bind-to none "$graph500" "${args[@]}"
+  run one-host-mpi "$r" env AM_NODE_SIZE=1 mpirun -n 2 --bind-to none -x AM_NODE_SIZE \
     "$graph500" "${args[@]}"
-  run two-hosts "$here/../../scripts/multihost.sh" --hosts 2 --ppn 1 -- "$graph500" "${args[@]}"
+  run two-hosts "$r" "$here/../../scripts/multihost.sh" --hosts 2 --ppn 1 -- "$graph500" \
+    "${args[@]}"
 done
 
 python3 - "$out" "$scale" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-by = {}
+by, failed = {}, {}
 for r in rows:
-    by.setdefault(r["config"], []).append(r["harmonic_mean"])
-base = statistics.median(by["one-host-rings"]) if "one-host-rings" in by else None
+    by.setdefault(r["config"], [])
+    failed.setdefault(r["config"], 0)
+    if r.get("failed"):
+        failed[r["config"]] += 1
+    else:
+        by[r["config"]].append(r["harmonic_mean"])
+base = statistics.median(by["one-host-rings"]) if by.get("one-host-rings") else None
 for config, teps in by.items():
-    med = statistics.median(teps)
+    med = statistics.median(teps) if teps else None
     print(json.dumps({"bench": "multihost_graph500", "system": "am", "transport": "mpi",
                       "ranks": 2, "op": "bfs", "bytes": 0, "metric": "teps_median_of_rounds",
-                      "median": med, "min": min(teps), "max": max(teps), "reps": len(teps),
-                      "config": config, "scale": int(sys.argv[2]),
-                      "ratio_to_one_host_rings": med / base if base else None}))
+                      "median": med, "min": min(teps, default=None),
+                      "max": max(teps, default=None), "reps": len(teps),
+                      "failed": failed[config], "config": config, "scale": int(sys.argv[2]),
+                      "ratio_to_one_host_rings": med / base if base and med else None}))
 PY
+if ((failed > 0)); then
+  echo "multihost_graph500: $failed run(s) failed (named above); the medians are over the" \
+    "runs that succeeded (\"reps\")" >&2
+  exit 1
+fi

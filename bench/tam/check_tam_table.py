@@ -7,8 +7,10 @@ the keys of every bench/ program plus "arg" and "cache", that every program has 
 for md, am, md/am and the reference, that the figures agree with each other (TPQ = threads /
 quanta, IPT x threads = instructions, cycles = instructions + misses x cost, the ratios are
 quotients of the cycles), that callgrind counted only am::tam::run (fewer instructions than a
-run of the whole worker), and that tam_table exits 2 naming valgrind when it is missing; then,
-when matplotlib can be imported, that bench/scripts/plot_tam.py draws both PNGs.
+run of the whole worker), and that tam_table exits 2 naming valgrind when it is missing; that
+`--check --enabled` (the layer's enabled variant, no valgrind) gives correct results, MD the
+same TPQ as without it and AM a larger TPQ on wavefront 40; then, when matplotlib can be
+imported, that bench/scripts/plot_tam.py draws both PNGs.
 
     check_tam_table.py TAM_TABLE PLOT_SCRIPT [--valgrind PATH] [--programs a,b] [--arg N]
                        [--reps N (1 or 2)]
@@ -57,6 +59,37 @@ def check_line(r, line):
 def close(a, b, what):
     if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9):
         fail(f"{what}: {a} != {b}")
+
+
+def check_tpq(tam_table, extra):
+    """tam_table --check on wavefront 40 (one rank, threads): system -> TPQ; fails on a wrong
+    result."""
+    p = subprocess.run([tam_table, "--check", "--programs", "wavefront", "--arg", "40"] + extra,
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        fail(f"tam_table --check {' '.join(extra)} exited with {p.returncode}: {p.stderr[-2000:]}")
+    tpq = {}
+    for line in p.stdout.splitlines():
+        r = json.loads(line)
+        if r["metric"] == "correct" and r["median"] != 1:
+            fail(f"wrong result: {line}")
+        if r["metric"] == "tpq":
+            tpq[r["system"]] = r["median"]
+    return tpq
+
+
+def check_enabled(tam_table):
+    """The enabled variant (docs/tam.md: wavefront's AM TPQ grows; MD is the same either way)."""
+    off, on = check_tpq(tam_table, []), check_tpq(tam_table, ["--enabled"])
+    if set(off) != {"md", "am"} or set(on) != {"md_enabled", "am_enabled"}:
+        fail(f"--check systems: {sorted(off)} and with --enabled {sorted(on)}")
+    if on["md_enabled"] != off["md"]:
+        fail(f"MD's TPQ changed with --enabled: {off['md']} -> {on['md_enabled']}")
+    if not on["am_enabled"] > off["am"]:
+        fail(f"AM's TPQ on wavefront did not grow with --enabled: {off['am']} -> "
+             f"{on['am_enabled']}")
+    print(f"check_tam_table: wavefront 40 TPQ, AM {off['am']:.2f} -> {on['am_enabled']:.2f} "
+          f"enabled; MD {off['md']:.2f} either way")
 
 
 def main():
@@ -161,6 +194,8 @@ def main():
                  f"whole worker")
         print(f"check_tam_table: {len(rows)} well-formed, consistent lines; am::tam::run counted "
               f"{counted:.0f} of the worker's {whole} instructions")
+
+        check_enabled(a.tam_table)
 
         try:
             import matplotlib  # noqa: F401

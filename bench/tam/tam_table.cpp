@@ -3,7 +3,8 @@
 // for the six TAM programs (apps/tam) on am's TAM layer, beside the paper's own figures.
 //
 //   tam_table [--programs mmt,qs,...] [--arg paper|large|N] [--out FILE] [--valgrind PATH]
-//   tam_table --check [--ranks N] [--transport threads|shm|mpi] [--programs ...] [--arg ...]
+//   tam_table --check [--enabled] [--ranks N] [--transport threads|shm|mpi] [--programs ...]
+//             [--arg ...]
 //
 // Default: every program under both dispatch policies (message-driven "md", Active Messages
 // "am") on one rank, each run under valgrind's callgrind (table.cpp) with the paper's caches
@@ -17,7 +18,8 @@
 //
 // --check: every program under both policies in this process (am::run, --ranks ranks of
 // --transport), each result against the reference; no valgrind, seconds. Exit 1 when one is
-// wrong.
+// wrong. With --enabled, the layer's "enabled" variant (options::enabled: messages a rank sends
+// itself served inside the quantum); its lines' systems are "md_enabled" and "am_enabled".
 //
 // Internal, what the default mode runs under valgrind: --worker PROGRAM --policy am|md --arg N
 // --stats-out FILE (one run on one rank; its value and stats into FILE as one JSON object) and
@@ -158,10 +160,14 @@ int run_check(const plan& p) {
                  {am::tam::policy::message_driven, am::tam::policy::active_messages}) {
                 am::tam::options opt;
                 opt.dispatch = pol;
+                opt.enabled = p.enabled;
                 const am::tam::result r = a.run(ctx, n, opt);
                 if (ctx.rank() != 0) continue;
                 const bool ok = r.finished && r.value == want[i];
-                const char* sys = am::tam::to_string(pol);
+                const bool md = pol == am::tam::policy::message_driven;
+                const char* sys = !p.enabled ? am::tam::to_string(pol)
+                                  : md       ? "md_enabled"
+                                             : "am_enabled";
                 if (!ok) {
                     ++*wrong;
                     std::fprintf(stderr,
@@ -257,6 +263,8 @@ const char* const usage =
     "  --verbose           print each valgrind command\n"
     "  --check             no valgrind: run every program under both policies, compare with\n"
     "                      the sequential reference; exit 1 on a wrong result\n"
+    "  --enabled           --check: the layer's enabled variant (options::enabled: local\n"
+    "                      messages served inside the quantum); systems md_enabled, am_enabled\n"
     "  --ranks N           --check: ranks (default 1)\n"
     "  --transport T       --check: threads (default), shm or mpi\n";
 
@@ -296,6 +304,8 @@ plan parse(int argc, char** argv) {
             std::exit(0);
         } else if (a == "--check") {
             p.what = plan::mode::check;
+        } else if (a == "--enabled") {
+            p.enabled = true;
         } else if (a == "--worker" || a == "--reference") {
             p.what = a == "--worker" ? plan::mode::worker : plan::mode::reference;
             p.programs = {&program_named(value())};
@@ -339,6 +349,7 @@ plan parse(int argc, char** argv) {
     const bool worker = p.what == plan::mode::worker || p.what == plan::mode::reference;
     if (worker && p.stats_out.empty()) bad("--worker and --reference need --stats-out FILE");
     if (p.what != plan::mode::check && p.ranks != 1) bad("--ranks is for --check");
+    if (p.what != plan::mode::check && p.enabled) bad("--enabled is for --check");
     return p;
 }
 

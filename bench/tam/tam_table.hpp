@@ -27,6 +27,7 @@ struct plan {
     std::string arg = "paper";                   // --arg paper|large|N
     int ranks = 1;                               // --check: --ranks N
     std::string transport = "threads";           // --check: --transport threads|shm|mpi
+    bool enabled = false;                        // --check: --enabled (options::enabled)
     std::string out;                             // --out FILE: the JSON lines also there
     std::string valgrind;                        // --valgrind PATH
     std::string keep;                            // --keep DIR: callgrind files kept there
@@ -44,7 +45,8 @@ struct plan {
 /// `lo` and `hi` over `reps` runs, or `value` when not given), then "arg" (the program's
 /// argument), "cache" ("4way", "direct" or "none") and, on `correct` lines, "correct".
 struct point {
-    const char* system;  // "md", "am", "md/am", "seq", "paper_md", "paper_am", "paper_md/am"
+    const char* system;  // "md", "am", "md/am", "seq", "paper_md", "paper_am", "paper_md/am",
+                         // --check --enabled: "md_enabled", "am_enabled"
     std::string transport;
     int ranks;
     const char* op;  // the program
