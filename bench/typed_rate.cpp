@@ -139,8 +139,8 @@ void add_am_ratio(reporter& rep, const char* num, const char* den) {
     const auto a = rep.find("am", num, sizeof(record), "rate_Mmsgps");
     const auto b = rep.find("am", den, sizeof(record), "rate_Mmsgps");
     if (!a || !b || b->median == 0 || b->min == 0 || b->max == 0) return;
-    const summary s{a->median / b->median, a->min / b->min, a->max / b->max,
-                    std::min(a->reps, b->reps)};
+    const summary s = ratio_of(summary{a->median, a->min, a->max, a->reps},
+                               summary{b->median, b->min, b->max, b->reps});
     rep.add(make_result(a->bench, "am/am", a->transport, a->ranks, std::string(num) + "/" + den,
                         a->bytes, "rate_ratio", s));
 }
