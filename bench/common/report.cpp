@@ -211,8 +211,8 @@ void reporter::add_ratios(std::string_view num_system, std::string_view num_op,
         if (num_system != a.system || num_op != a.op || metric != a.metric) continue;
         const std::optional<result> b = find(den_system, den_op, a.bytes, metric);
         if (!b || b->median == 0 || b->min == 0 || b->max == 0) continue;
-        const summary s = ratio_of({a.median, a.min, a.max, a.reps},
-                                   {b->median, b->min, b->max, b->reps});
+        const summary s =
+            ratio_of({a.median, a.min, a.max, a.reps}, {b->median, b->min, b->max, b->reps});
         add(make_result(a.bench, sys, a.transport, a.ranks, a.op, a.bytes, ratio_metric, s));
     }
 }
