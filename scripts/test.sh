@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds am with its tests and runs all of them (the README's test command).
 #   scripts/test.sh [--configure-only] [build-dir]   extra CMake options via AM_CMAKE_ARGS,
-#                                                   extra ctest options via AM_CTEST_ARGS
+#                                                   extra ctest options via AM_CTEST_ARGS,
+#                                                   only some targets via AM_BUILD_TARGETS
 # With AM_REQUIRE_ALL_TESTS=1 (CI) a test that is not registered for want of a package fails
 # the configure, and a test that reports itself skipped fails the run (docs/testing.md).
 set -euo pipefail
@@ -13,7 +14,8 @@ scripts/deps.sh test
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${AM_CMAKE_ARGS:-} >/dev/null
 if [ $configure_only = 1 ]; then echo "test.sh: $build configured"; exit 0; fi
-cmake --build "$build" -j "$(nproc)"
+# AM_BUILD_TARGETS: build only these (CI's MPICH tier, scripts/ctest_targets.py), else all.
+cmake --build "$build" -j "$(nproc)" ${AM_BUILD_TARGETS:+--target $AM_BUILD_TARGETS}
 # The installed package works for a consumer: find_package(am) and pkg-config. (Not for
 # sanitizer builds: their library needs the sanitizer runtime in the consumer too.)
 case "${AM_CMAKE_ARGS:-}" in
