@@ -5,7 +5,9 @@
 # AM_MPIEXEC, AM_MPIEXEC_NUMPROC_FLAG, AM_MPIEXEC_FLAGS and AM_MPI_TEST_ENVIRONMENT say how the
 # mpi tests are started.)
 # Builds a GoogleTest binary and registers each of its tests as a CTest test named
-# am.<layer>.<fixture>_<test>.<transport>.np<N> (discovered after every build, see am_discover.cmake).
+# am.<layer>.<fixture>_<test>.<transport>.np<N>, except that the mpi tests of one variant share
+# one MPI job, am.<layer>.<binary>.<transport>.np<N> (discovered after every build, see
+# am_discover.cmake; a shared job's timeout is MPI_TIMEOUT plus a quarter of TIMEOUT per test).
 # Every test gets a TIMEOUT (mpi ones MPI_TIMEOUT, default the larger of TIMEOUT and 60), the
 # labels given plus its transport, and shm and mpi tests require the fixture that checks
 # /dev/shm is clean at the end.
