@@ -21,7 +21,7 @@ class oam_contention : public am_test::spmd_test {};
 
 constexpr std::uint64_t window = 32;
 
-std::uint64_t value_of(int rank, std::uint64_t i) {
+std::uint64_t contention_value_of(int rank, std::uint64_t i) {
     return am_test::mix((static_cast<std::uint64_t>(rank) << 40) ^ i);
 }
 
@@ -36,7 +36,7 @@ expected expected_for(int me, int n, F sends_of) {
     for (int s = 0; s < n; ++s) {
         for (std::uint64_t i = static_cast<std::uint64_t>((me - s + n) % n); i < sends_of(s);
              i += static_cast<std::uint64_t>(n)) {
-            const std::uint64_t v = value_of(s, i);
+            const std::uint64_t v = contention_value_of(s, i);
             ++e.count;
             e.sum += v;
             if ((v & 3) == 0) ++e.yields;
@@ -82,7 +82,7 @@ void contend(am::context& ctx, std::uint64_t total) {
     for (std::uint64_t i = 0; i < mine; ++i) {
         if (i >= window) acked.wait(i - window + 1);
         ctx.request(static_cast<int>((static_cast<std::uint64_t>(me) + i) % un), h,
-                    value_of(me, i));
+                    contention_value_of(me, i));
     }
     wait_until(
         ctx, [&] { return acked.test(mine); }, "acknowledgements", 60);

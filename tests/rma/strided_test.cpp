@@ -41,7 +41,7 @@ struct shape {
 
 // The block rank `src` moves to or from rank `dst` in `round`; `any_row` lets it start at any
 // row of the matrix (gets), else it stays in the band of rows of `src` (puts).
-shape plan(int src, int dst, int round, std::size_t matrix_rows, bool any_row) {
+shape strided_plan(int src, int dst, int round, std::size_t matrix_rows, bool any_row) {
     std::mt19937_64 rng(
         am_test::mix(static_cast<std::uint64_t>(src * 7919 + dst * 104729 + round)));
     auto pick = [&](std::size_t lo, std::size_t hi) {
@@ -99,7 +99,7 @@ AM_RMA_TEST(strided, put_all_to_all) {
         ctx.barrier();
         for (int i = 0; i < n; ++i) {
             const int d = (me + i) % n;
-            const shape s = plan(me, d, k, rows, false);
+            const shape s = strided_plan(me, d, k, rows, false);
             const auto src = local_block(s, [&](std::size_t r, std::size_t c) {
                 return cell(me, s.row0 + r, s.col0 + c, k);
             });
@@ -110,7 +110,7 @@ AM_RMA_TEST(strided, put_all_to_all) {
         flag.wait(un * static_cast<std::uint64_t>(k + 1));
         std::size_t wrong = 0;
         for (int src = 0; src < n; ++src) {
-            const shape s = plan(src, me, k, rows, false);
+            const shape s = strided_plan(src, me, k, rows, false);
             for (std::size_t r = s.row0; r < s.row0 + band; ++r) {
                 for (std::size_t c = 0; c < cols; ++c) {
                     const bool in = r - s.row0 < s.rows && c >= s.col0 && c < s.col0 + s.width;
@@ -150,7 +150,7 @@ AM_RMA_TEST(strided, get_all_to_all) {
     for (int k = 0; k < rounds; ++k) {
         for (int i = 0; i < n; ++i) {
             const int s = (me + i) % n;
-            const shape sh = plan(me, s, k, rows, true);
+            const shape sh = strided_plan(me, s, k, rows, true);
             auto& buf = bufs[static_cast<std::size_t>(k) * un + s];
             buf.assign(sh.rows * sh.local_stride, poison);
             const auto from = all[static_cast<std::size_t>(s)] +
@@ -161,7 +161,7 @@ AM_RMA_TEST(strided, get_all_to_all) {
     flag.wait(un * rounds);
     for (int k = 0; k < rounds; ++k) {
         for (int s = 0; s < n; ++s) {
-            const shape sh = plan(me, s, k, rows, true);
+            const shape sh = strided_plan(me, s, k, rows, true);
             const auto want = local_block(sh, [&](std::size_t r, std::size_t c) {
                 return cell(s, sh.row0 + r, sh.col0 + c, 0);
             });
@@ -184,7 +184,7 @@ AM_RMA_TEST(strided, blocking) {
     std::fill(ctx.local(matrix), ctx.local(matrix) + rows * cols, sentinel);
     const auto all = ctx.exchange(matrix);
     for (int k = 0; k < 5; ++k) {
-        const shape s = plan(me, right, k, rows, false);
+        const shape s = strided_plan(me, right, k, rows, false);
         const auto src = local_block(
             s, [&](std::size_t r, std::size_t c) { return cell(me, s.row0 + r, s.col0 + c, k); });
         const auto at = all[static_cast<std::size_t>(right)] +

@@ -19,7 +19,7 @@ using am_test::spmd_test;
 class typed_dedup : public spmd_test {};
 class typed_reduce : public spmd_test {};
 
-struct item {
+struct cache_item {
     std::uint64_t value;
     std::int32_t from;
     std::uint32_t tag;
@@ -48,20 +48,20 @@ TEST_P(typed_dedup, hash_cache_drops_repeats) {
                   constexpr std::uint64_t K = 10;
                   std::map<std::pair<int, std::uint32_t>, std::uint64_t> got;  // (source, tag)
                   std::uint64_t bad = 0;
-                  am::message_type<item> type(ctx, [&](int source, const item& v) {
+                  am::message_type<cache_item> type(ctx, [&](int source, const cache_item& v) {
                       const std::uint64_t want = v.tag == 2 ? 12345 : value_of(source, me) + v.tag;
                       if (v.from != source || v.value != want) ++bad;
                       ++got[{source, v.tag}];
                   });
-                  auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
+                  auto buf = am::coalesce(type, {.bytes = 4 * sizeof(cache_item)});
                   auto direct = am::dedup(type, am::hash_cache{});
                   auto coalesced = am::dedup(buf, am::hash_cache{});
                   am::epoch e(ctx);
                   for (std::uint64_t k = 0; k < K; ++k) {
                       for (int d = 0; d < n; ++d) {
-                          direct.send(item{value_of(me, d), me, 0}, d);
-                          coalesced.send(item{value_of(me, d) + 1, me, 1}, d);
-                          direct.send(item{12345, me, 2}, d);  // one value, every destination
+                          direct.send(cache_item{value_of(me, d), me, 0}, d);
+                          coalesced.send(cache_item{value_of(me, d) + 1, me, 1}, d);
+                          direct.send(cache_item{12345, me, 2}, d);  // one value, every destination
                       }
                   }
                   e.end();
@@ -90,7 +90,7 @@ TEST_P(typed_dedup, direct_mapped_never_drops_unseen) {
             const int right = (me + 1) % n, left = (me + n - 1) % n;
             std::vector<std::uint64_t> arrivals;
             std::uint64_t bad = 0;
-            am::message_type<item> type(ctx, [&](int source, const item& v) {
+            am::message_type<cache_item> type(ctx, [&](int source, const cache_item& v) {
                 if (source != left || v.from != left) ++bad;
                 arrivals.push_back(v.value);
             });
@@ -98,7 +98,7 @@ TEST_P(typed_dedup, direct_mapped_never_drops_unseen) {
                 auto one = am::dedup(type, am::direct_mapped_cache{.entries = 1});
                 am::epoch e(ctx);
                 for (std::uint64_t v : {1, 1, 2, 2, 1, 1, 1, 3, 2}) {
-                    one.send(item{v, me, 0}, right);
+                    one.send(cache_item{v, me, 0}, right);
                 }
                 e.end();
                 EXPECT_EQ(one.hits(), 4u);
@@ -113,7 +113,8 @@ TEST_P(typed_dedup, direct_mapped_never_drops_unseen) {
             for (int pass = 0; pass < 3; ++pass) {
                 for (std::uint64_t i = 0; i < distinct; ++i) {
                     few.send(
-                        item{mix(i * 7 + static_cast<std::uint64_t>(pass % 2)) % distinct, me, 0},
+                        cache_item{mix(i * 7 + static_cast<std::uint64_t>(pass % 2)) % distinct, me,
+                                   0},
                         right);
                 }
             }
@@ -140,15 +141,15 @@ TEST_P(typed_dedup, clear_forgets_and_cache_outlives_epochs) {
                   const int n = ctx.size(), me = ctx.rank();
                   const int right = (me + 1) % n;
                   std::uint64_t got = 0;
-                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  am::message_type<cache_item> type(ctx, [&](const cache_item&) { ++got; });
                   auto hashed = am::dedup(type, am::hash_cache{});
                   auto mapped = am::dedup(type, am::direct_mapped_cache{});
                   const auto epoch_sending = [&](std::uint64_t value, int times) {
                       got = 0;
                       am::epoch e(ctx);
                       for (int i = 0; i < times; ++i) {
-                          hashed.send(item{value, me, 0}, right);
-                          mapped.send(item{value, me, 1}, right);
+                          hashed.send(cache_item{value, me, 0}, right);
+                          mapped.send(cache_item{value, me, 1}, right);
                       }
                       e.end();
                       return e.stats();
@@ -177,11 +178,11 @@ TEST_P(typed_dedup, full_hash_cache_starts_again) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int me = ctx.rank();
                   std::vector<std::uint64_t> arrivals;
-                  am::message_type<item> type(ctx,
-                                              [&](const item& v) { arrivals.push_back(v.value); });
+                  am::message_type<cache_item> type(
+                      ctx, [&](const cache_item& v) { arrivals.push_back(v.value); });
                   auto small = am::dedup(type, am::hash_cache{.max_entries = 2});
                   am::epoch e(ctx);
-                  for (std::uint64_t v : {1, 1, 2, 3, 1}) small.send(item{v, me, 0}, me);
+                  for (std::uint64_t v : {1, 1, 2, 3, 1}) small.send(cache_item{v, me, 0}, me);
                   e.end();
                   EXPECT_EQ(small.hits(), 1u);
                   EXPECT_EQ((std::multiset<std::uint64_t>(arrivals.begin(), arrivals.end())),
@@ -360,40 +361,41 @@ TEST_P(typed_reduce, small_hash_cache) {
 // forwarded as <key, 1> to the key's rank; the per-key counts are exact when the epoch ends,
 // with the general detector and with depth 1.
 TEST_P(typed_reduce, handlers_send_into_reducer) {
-    ASSERT_EQ(
-        run([](am::context& ctx) {
-            const int n = ctx.size(), me = ctx.rank();
-            constexpr std::uint64_t per_dest = 30, nkeys = 11;
-            std::map<std::uint64_t, std::uint64_t> counts;
-            am::message_type<kv> totals(ctx, [&](const kv& m) { counts[m.key] += m.value; });
-            auto totals_buf = am::coalesce(totals, {.bytes = 3 * sizeof(kv)});
-            auto combiner = am::reduce_by_key(totals_buf, plus, am::hash_cache{});
-            am::message_type<item> items(ctx, [&](const item& v) {
-                const std::uint64_t k = v.value % nkeys;
-                combiner.send(kv{k, 1}, dest_of(k, n));
-            });
-            auto items_buf = am::coalesce(items, {.bytes = 4 * sizeof(item)});
-            // Every rank sends values from * 31 + i, i < per_dest, to every rank.
-            std::map<std::uint64_t, std::uint64_t> want;
-            for (int from = 0; from < n; ++from) {
-                for (std::uint64_t i = 0; i < per_dest; ++i) {
-                    const std::uint64_t k = (static_cast<std::uint64_t>(from) * 31 + i) % nkeys;
-                    if (dest_of(k, n) == me) want[k] += static_cast<std::uint64_t>(n);
-                }
-            }
-            for (int depth : {-1, 1}) {
-                counts.clear();
-                am::epoch e(ctx, {.depth = depth});
-                for (int d = 0; d < n; ++d) {
-                    for (std::uint64_t i = 0; i < per_dest; ++i) {
-                        items_buf.send(item{static_cast<std::uint64_t>(me) * 31 + i, me, 0}, d);
-                    }
-                }
-                e.end();
-                EXPECT_EQ(counts, want) << "depth " << depth;
-            }
-        }),
-        0);
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int n = ctx.size(), me = ctx.rank();
+                  constexpr std::uint64_t per_dest = 30, nkeys = 11;
+                  std::map<std::uint64_t, std::uint64_t> counts;
+                  am::message_type<kv> totals(ctx, [&](const kv& m) { counts[m.key] += m.value; });
+                  auto totals_buf = am::coalesce(totals, {.bytes = 3 * sizeof(kv)});
+                  auto combiner = am::reduce_by_key(totals_buf, plus, am::hash_cache{});
+                  am::message_type<cache_item> items(ctx, [&](const cache_item& v) {
+                      const std::uint64_t k = v.value % nkeys;
+                      combiner.send(kv{k, 1}, dest_of(k, n));
+                  });
+                  auto items_buf = am::coalesce(items, {.bytes = 4 * sizeof(cache_item)});
+                  // Every rank sends values from * 31 + i, i < per_dest, to every rank.
+                  std::map<std::uint64_t, std::uint64_t> want;
+                  for (int from = 0; from < n; ++from) {
+                      for (std::uint64_t i = 0; i < per_dest; ++i) {
+                          const std::uint64_t k =
+                              (static_cast<std::uint64_t>(from) * 31 + i) % nkeys;
+                          if (dest_of(k, n) == me) want[k] += static_cast<std::uint64_t>(n);
+                      }
+                  }
+                  for (int depth : {-1, 1}) {
+                      counts.clear();
+                      am::epoch e(ctx, {.depth = depth});
+                      for (int d = 0; d < n; ++d) {
+                          for (std::uint64_t i = 0; i < per_dest; ++i) {
+                              items_buf.send(
+                                  cache_item{static_cast<std::uint64_t>(me) * 31 + i, me, 0}, d);
+                          }
+                      }
+                      e.end();
+                      EXPECT_EQ(counts, want) << "depth " << depth;
+                  }
+              }),
+              0);
 }
 
 // A combiner fed both by the rank's code and by handlers (same thread, same layer): a handler

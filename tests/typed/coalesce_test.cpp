@@ -18,7 +18,7 @@ class typed_coalesce : public spmd_test {};
 class typed_batches : public spmd_test {};
 class typed_forms : public spmd_test {};
 
-struct item {
+struct coalesce_item {
     std::uint64_t value;
     std::int32_t from;
     std::uint32_t index;
@@ -36,49 +36,50 @@ std::uint32_t count_of(int from, int to) {
 // several sizes (also two layers over one type in the same epoch); every item arrives exactly
 // once, unchanged, at the right rank, from the right source.
 TEST_P(typed_coalesce, exactly_once_intact) {
-    ASSERT_EQ(
-        run([](am::context& ctx) {
-            const int n = ctx.size(), me = ctx.rank();
-            std::vector<std::vector<std::uint32_t>> seen(static_cast<std::size_t>(n));
-            std::uint64_t bad = 0;
-            am::message_type<item> type(ctx, [&](int source, const item& v) {
-                if (v.from != source || v.index >= count_of(source, me) ||
-                    v.value != value_of(source, me, v.index)) {
-                    ++bad;
-                    return;
-                }
-                ++seen[static_cast<std::size_t>(source)][v.index];
-            });
-            for (std::size_t bytes : {sizeof(item), 7 * sizeof(item), std::size_t{16} << 10}) {
-                const std::size_t b = std::min(bytes, ctx.max_medium());
-                auto small = am::coalesce(type, {.bytes = b});
-                auto other = am::coalesce(type, {.bytes = 3 * sizeof(item)});
-                for (int s = 0; s < n; ++s) {
-                    seen[static_cast<std::size_t>(s)].assign(count_of(s, me), 0);
-                }
-                am::epoch e(ctx);
-                for (std::uint32_t i = 0; i < 80; ++i) {
-                    for (int d = 0; d < n; ++d) {
-                        if (i >= count_of(me, d)) continue;
-                        const item v{value_of(me, d, i), me, i};
-                        if (i % 5 == 4) {
-                            other.send(v, d);
-                        } else {
-                            small.send(v, d);
-                        }
-                    }
-                }
-                e.end();
-                for (int s = 0; s < n; ++s) {
-                    const auto& got = seen[static_cast<std::size_t>(s)];
-                    const auto once = std::count(got.begin(), got.end(), 1u);
-                    EXPECT_EQ(static_cast<std::size_t>(once), got.size())
-                        << "from " << s << " with " << b << "-byte buffers";
-                }
-            }
-            EXPECT_EQ(bad, 0u);
-        }),
-        0);
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int n = ctx.size(), me = ctx.rank();
+                  std::vector<std::vector<std::uint32_t>> seen(static_cast<std::size_t>(n));
+                  std::uint64_t bad = 0;
+                  am::message_type<coalesce_item> type(
+                      ctx, [&](int source, const coalesce_item& v) {
+                          if (v.from != source || v.index >= count_of(source, me) ||
+                              v.value != value_of(source, me, v.index)) {
+                              ++bad;
+                              return;
+                          }
+                          ++seen[static_cast<std::size_t>(source)][v.index];
+                      });
+                  for (std::size_t bytes :
+                       {sizeof(coalesce_item), 7 * sizeof(coalesce_item), std::size_t{16} << 10}) {
+                      const std::size_t b = std::min(bytes, ctx.max_medium());
+                      auto small = am::coalesce(type, {.bytes = b});
+                      auto other = am::coalesce(type, {.bytes = 3 * sizeof(coalesce_item)});
+                      for (int s = 0; s < n; ++s) {
+                          seen[static_cast<std::size_t>(s)].assign(count_of(s, me), 0);
+                      }
+                      am::epoch e(ctx);
+                      for (std::uint32_t i = 0; i < 80; ++i) {
+                          for (int d = 0; d < n; ++d) {
+                              if (i >= count_of(me, d)) continue;
+                              const coalesce_item v{value_of(me, d, i), me, i};
+                              if (i % 5 == 4) {
+                                  other.send(v, d);
+                              } else {
+                                  small.send(v, d);
+                              }
+                          }
+                      }
+                      e.end();
+                      for (int s = 0; s < n; ++s) {
+                          const auto& got = seen[static_cast<std::size_t>(s)];
+                          const auto once = std::count(got.begin(), got.end(), 1u);
+                          EXPECT_EQ(static_cast<std::size_t>(once), got.size())
+                              << "from " << s << " with " << b << "-byte buffers";
+                      }
+                  }
+                  EXPECT_EQ(bad, 0u);
+              }),
+              0);
 }
 
 // flush() sends a partial buffer at once: nothing arrives while the items sit in the buffer,
@@ -89,13 +90,15 @@ TEST_P(typed_batches, flush_sends_partial_buffer) {
                   const int n = ctx.size(), me = ctx.rank();
                   const int right = (me + 1) % n, left = (me + n - 1) % n;
                   std::uint64_t got = 0, bad = 0;
-                  am::message_type<item> type(ctx, [&](int source, const item& v) {
-                      if (source != left || v.from != left) ++bad;
-                      ++got;
-                  });
-                  auto buf = am::coalesce(type, {.bytes = 8 * sizeof(item)});
+                  am::message_type<coalesce_item> type(ctx,
+                                                       [&](int source, const coalesce_item& v) {
+                                                           if (source != left || v.from != left)
+                                                               ++bad;
+                                                           ++got;
+                                                       });
+                  auto buf = am::coalesce(type, {.bytes = 8 * sizeof(coalesce_item)});
                   am::epoch e(ctx);
-                  for (std::uint32_t i = 0; i < 3; ++i) buf.send(item{i, me, i}, right);
+                  for (std::uint32_t i = 0; i < 3; ++i) buf.send(coalesce_item{i, me, i}, right);
                   ctx.barrier();  // every rank has buffered its 3 items, none is full
                   for (int i = 0; i < 10; ++i) (void)ctx.poll();
                   EXPECT_EQ(got, 0u) << "a partial buffer was sent before flush()";
@@ -116,52 +119,55 @@ TEST_P(typed_batches, flush_sends_partial_buffer) {
 // leaves in exactly k batches of capacity items (ratio exactly capacity), k · capacity + 3 in
 // k + 1 batches, the last of 3 items (sent by the epoch's end).
 TEST_P(typed_coalesce, exact_batch_counts) {
-    ASSERT_EQ(run([](am::context& ctx) {
-                  const int n = ctx.size(), me = ctx.rank();
-                  const int right = (me + 1) % n;
-                  std::map<std::size_t, std::uint64_t> sizes;  // batch size -> batches
-                  std::uint64_t got = 0;
-                  am::message_type<item> type(ctx, [&](int, std::span<const item> batch) {
-                      ++sizes[batch.size()];
-                      got += batch.size();
-                  });
-                  EXPECT_EQ(am::coalesce(type, {.bytes = sizeof(item)}).capacity(), 1u);
-                  EXPECT_EQ(am::coalesce(type, {.bytes = 100}).capacity(), 100 / sizeof(item));
-                  EXPECT_EQ(am::coalesce(type, {.bytes = ctx.max_medium()}).capacity(),
-                            ctx.max_medium() / sizeof(item));
-                  EXPECT_EQ(type.max_batch(), ctx.max_medium() / sizeof(item));
-                  EXPECT_EQ(am::coalesce(type).capacity(),
-                            am::detail::default_coalesce_bytes(n, ctx.max_medium()) / sizeof(item));
-                  for (std::size_t cap : {std::size_t{1}, std::size_t{6}, std::size_t{64}}) {
-                      auto buf = am::coalesce(type, {.bytes = cap * sizeof(item) + 5});
-                      EXPECT_EQ(buf.capacity(), cap);
-                      for (std::size_t extra : {std::size_t{0}, std::size_t{3}}) {
-                          if (extra >= cap) continue;
-                          const std::size_t k = 5, total = k * cap + extra;
-                          sizes.clear();
-                          got = 0;
-                          am::epoch e(ctx);
-                          for (std::size_t i = 0; i < total; ++i) {
-                              buf.send(item{i, me, static_cast<std::uint32_t>(i)}, right);
-                          }
-                          e.end();
-                          const am::epoch_stats& s = e.stats();
-                          const std::string where =
-                              "capacity " + std::to_string(cap) + ", " + std::to_string(total);
-                          EXPECT_EQ(s.messages_sent, total) << where;
-                          EXPECT_EQ(s.batches_sent, k + (extra != 0 ? 1 : 0)) << where;
-                          EXPECT_EQ(s.bytes_sent, total * sizeof(item)) << where;
-                          if (extra == 0) {
-                              EXPECT_EQ(s.coalescing_ratio(), static_cast<double>(cap)) << where;
-                          }
-                          EXPECT_EQ(got, total) << where;
-                          std::map<std::size_t, std::uint64_t> want{{cap, k}};
-                          if (extra != 0) want[extra] = 1;
-                          EXPECT_EQ(sizes, want) << where;
-                      }
-                  }
-              }),
-              0);
+    ASSERT_EQ(
+        run([](am::context& ctx) {
+            const int n = ctx.size(), me = ctx.rank();
+            const int right = (me + 1) % n;
+            std::map<std::size_t, std::uint64_t> sizes;  // batch size -> batches
+            std::uint64_t got = 0;
+            am::message_type<coalesce_item> type(ctx,
+                                                 [&](int, std::span<const coalesce_item> batch) {
+                                                     ++sizes[batch.size()];
+                                                     got += batch.size();
+                                                 });
+            EXPECT_EQ(am::coalesce(type, {.bytes = sizeof(coalesce_item)}).capacity(), 1u);
+            EXPECT_EQ(am::coalesce(type, {.bytes = 100}).capacity(), 100 / sizeof(coalesce_item));
+            EXPECT_EQ(am::coalesce(type, {.bytes = ctx.max_medium()}).capacity(),
+                      ctx.max_medium() / sizeof(coalesce_item));
+            EXPECT_EQ(type.max_batch(), ctx.max_medium() / sizeof(coalesce_item));
+            EXPECT_EQ(
+                am::coalesce(type).capacity(),
+                am::detail::default_coalesce_bytes(n, ctx.max_medium()) / sizeof(coalesce_item));
+            for (std::size_t cap : {std::size_t{1}, std::size_t{6}, std::size_t{64}}) {
+                auto buf = am::coalesce(type, {.bytes = cap * sizeof(coalesce_item) + 5});
+                EXPECT_EQ(buf.capacity(), cap);
+                for (std::size_t extra : {std::size_t{0}, std::size_t{3}}) {
+                    if (extra >= cap) continue;
+                    const std::size_t k = 5, total = k * cap + extra;
+                    sizes.clear();
+                    got = 0;
+                    am::epoch e(ctx);
+                    for (std::size_t i = 0; i < total; ++i) {
+                        buf.send(coalesce_item{i, me, static_cast<std::uint32_t>(i)}, right);
+                    }
+                    e.end();
+                    const am::epoch_stats& s = e.stats();
+                    const std::string where =
+                        "capacity " + std::to_string(cap) + ", " + std::to_string(total);
+                    EXPECT_EQ(s.messages_sent, total) << where;
+                    EXPECT_EQ(s.batches_sent, k + (extra != 0 ? 1 : 0)) << where;
+                    EXPECT_EQ(s.bytes_sent, total * sizeof(coalesce_item)) << where;
+                    if (extra == 0) {
+                        EXPECT_EQ(s.coalescing_ratio(), static_cast<double>(cap)) << where;
+                    }
+                    EXPECT_EQ(got, total) << where;
+                    std::map<std::size_t, std::uint64_t> want{{cap, k}};
+                    if (extra != 0) want[extra] = 1;
+                    EXPECT_EQ(sizes, want) << where;
+                }
+            }
+        }),
+        0);
 }
 
 // A coalescing layer or a combiner destroyed inside an epoch while it holds messages sends
@@ -174,15 +180,16 @@ TEST_P(typed_batches, destroyed_layers_send_held_messages) {
                       std::uint64_t key, value;
                   };
                   std::uint64_t got = 0, sum = 0, sums = 0;
-                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  am::message_type<coalesce_item> type(ctx, [&](const coalesce_item&) { ++got; });
                   am::message_type<kv> kvs(ctx, [&](const kv& m) {
                       sum += m.value;
                       ++sums;
                   });
                   am::epoch e(ctx);
                   {
-                      auto buf = am::coalesce(type, {.bytes = 8 * sizeof(item)});
-                      for (std::uint32_t i = 0; i < 3; ++i) buf.send(item{i, me, i}, right);
+                      auto buf = am::coalesce(type, {.bytes = 8 * sizeof(coalesce_item)});
+                      for (std::uint32_t i = 0; i < 3; ++i)
+                          buf.send(coalesce_item{i, me, i}, right);
                   }
                   {
                       auto red = am::reduce_by_key(
@@ -206,13 +213,14 @@ TEST_P(typed_batches, uncoalesced_ratio_one) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int n = ctx.size(), me = ctx.rank();
                   std::uint64_t got = 0, batches = 0;
-                  am::message_type<item> type(ctx, [&](int, std::span<const item> batch) {
-                      ++batches;
-                      got += batch.size();
-                  });
+                  am::message_type<coalesce_item> type(
+                      ctx, [&](int, std::span<const coalesce_item> batch) {
+                          ++batches;
+                          got += batch.size();
+                      });
                   am::epoch e(ctx);
                   for (std::uint32_t i = 0; i < 37; ++i) {
-                      type.send(item{i, me, i},
+                      type.send(coalesce_item{i, me, i},
                                 static_cast<int>(mix(static_cast<std::uint64_t>(me) * 100 + i) %
                                                  static_cast<std::uint64_t>(n)));
                   }
@@ -231,41 +239,42 @@ TEST_P(typed_batches, uncoalesced_ratio_one) {
 // send(span) sends its values as one batch (the span handler sees it whole, in order); an
 // empty span sends nothing; a span of max_batch() values is one batch.
 TEST_P(typed_batches, span_sends) {
-    ASSERT_EQ(run([](am::context& ctx) {
-                  const int n = ctx.size(), me = ctx.rank();
-                  std::map<std::size_t, std::uint64_t> sizes;
-                  std::uint64_t bad = 0;
-                  am::message_type<item> type(ctx, [&](int source, std::span<const item> batch) {
-                      ++sizes[batch.size()];
-                      for (std::size_t i = 0; i < batch.size(); ++i) {
-                          if (batch[i].from != source || batch[i].index != i ||
-                              batch[i].value != value_of(source, me, static_cast<std::uint32_t>(i)))
-                              ++bad;
-                      }
-                  });
-                  const std::size_t max = type.max_batch();
-                  std::vector<std::vector<item>> spans(static_cast<std::size_t>(n));
-                  am::epoch e(ctx);
-                  for (int d = 0; d < n; ++d) {
-                      auto& v = spans[static_cast<std::size_t>(d)];
-                      for (std::uint32_t i = 0; i < max; ++i)
-                          v.push_back({value_of(me, d, i), me, i});
-                      const std::span<const item> all(v);
-                      type.send(all.first(1), d);
-                      type.send(all.first(7), d);
-                      type.send(all, d);
-                      type.send(all.first(0), d);
-                  }
-                  e.end();
-                  const std::uint64_t nn = static_cast<std::uint64_t>(n);
-                  EXPECT_EQ(e.stats().batches_sent, 3 * nn);
-                  EXPECT_EQ(e.stats().messages_sent, (1 + 7 + max) * nn);
-                  EXPECT_EQ(e.stats().messages_handled, (1 + 7 + max) * nn);
-                  const std::map<std::size_t, std::uint64_t> want{{1, nn}, {7, nn}, {max, nn}};
-                  EXPECT_EQ(sizes, want);
-                  EXPECT_EQ(bad, 0u);
-              }),
-              0);
+    ASSERT_EQ(
+        run([](am::context& ctx) {
+            const int n = ctx.size(), me = ctx.rank();
+            std::map<std::size_t, std::uint64_t> sizes;
+            std::uint64_t bad = 0;
+            am::message_type<coalesce_item> type(
+                ctx, [&](int source, std::span<const coalesce_item> batch) {
+                    ++sizes[batch.size()];
+                    for (std::size_t i = 0; i < batch.size(); ++i) {
+                        if (batch[i].from != source || batch[i].index != i ||
+                            batch[i].value != value_of(source, me, static_cast<std::uint32_t>(i)))
+                            ++bad;
+                    }
+                });
+            const std::size_t max = type.max_batch();
+            std::vector<std::vector<coalesce_item>> spans(static_cast<std::size_t>(n));
+            am::epoch e(ctx);
+            for (int d = 0; d < n; ++d) {
+                auto& v = spans[static_cast<std::size_t>(d)];
+                for (std::uint32_t i = 0; i < max; ++i) v.push_back({value_of(me, d, i), me, i});
+                const std::span<const coalesce_item> all(v);
+                type.send(all.first(1), d);
+                type.send(all.first(7), d);
+                type.send(all, d);
+                type.send(all.first(0), d);
+            }
+            e.end();
+            const std::uint64_t nn = static_cast<std::uint64_t>(n);
+            EXPECT_EQ(e.stats().batches_sent, 3 * nn);
+            EXPECT_EQ(e.stats().messages_sent, (1 + 7 + max) * nn);
+            EXPECT_EQ(e.stats().messages_handled, (1 + 7 + max) * nn);
+            const std::map<std::size_t, std::uint64_t> want{{1, nn}, {7, nn}, {max, nn}};
+            EXPECT_EQ(sizes, want);
+            EXPECT_EQ(bad, 0u);
+        }),
+        0);
 }
 
 // The three handler forms get every value once, with the right source where they take one.
@@ -275,33 +284,35 @@ TEST_P(typed_forms, three_forms_and_source) {
                   std::vector<std::uint64_t> by_span(static_cast<std::size_t>(n)),
                       by_item(static_cast<std::size_t>(n)), by_value(static_cast<std::size_t>(n));
                   std::uint64_t bad = 0;
-                  const auto ok = [&](const item& v) {
+                  const auto ok = [&](const coalesce_item& v) {
                       return v.from >= 0 && v.from < n && v.value == value_of(v.from, me, v.index);
                   };
-                  am::message_type<item> spans(ctx, [&](int source, std::span<const item> b) {
-                      for (const item& v : b) {
+                  am::message_type<coalesce_item> spans(
+                      ctx, [&](int source, std::span<const coalesce_item> b) {
+                          for (const coalesce_item& v : b) {
+                              if (!ok(v) || v.from != source) ++bad;
+                              ++by_span[static_cast<std::size_t>(source)];
+                          }
+                      });
+                  am::message_type<coalesce_item> items(
+                      ctx, [&](int source, const coalesce_item& v) {
                           if (!ok(v) || v.from != source) ++bad;
-                          ++by_span[static_cast<std::size_t>(source)];
-                      }
-                  });
-                  am::message_type<item> items(ctx, [&](int source, const item& v) {
-                      if (!ok(v) || v.from != source) ++bad;
-                      ++by_item[static_cast<std::size_t>(source)];
-                  });
-                  am::message_type<item> values(ctx, [&](const item& v) {
+                          ++by_item[static_cast<std::size_t>(source)];
+                      });
+                  am::message_type<coalesce_item> values(ctx, [&](const coalesce_item& v) {
                       if (!ok(v)) {
                           ++bad;
                           return;
                       }
                       ++by_value[static_cast<std::size_t>(v.from)];
                   });
-                  auto b1 = am::coalesce(spans, {.bytes = 4 * sizeof(item)});
-                  auto b2 = am::coalesce(items, {.bytes = 4 * sizeof(item)});
-                  auto b3 = am::coalesce(values, {.bytes = 4 * sizeof(item)});
+                  auto b1 = am::coalesce(spans, {.bytes = 4 * sizeof(coalesce_item)});
+                  auto b2 = am::coalesce(items, {.bytes = 4 * sizeof(coalesce_item)});
+                  auto b3 = am::coalesce(values, {.bytes = 4 * sizeof(coalesce_item)});
                   am::epoch e(ctx);
                   for (int d = 0; d < n; ++d) {
                       for (std::uint32_t i = 0; i < 10; ++i) {
-                          const item v{value_of(me, d, i), me, i};
+                          const coalesce_item v{value_of(me, d, i), me, i};
                           b1.send(v, d), b2.send(v, d), b3.send(v, d);
                           spans.send(v, d), items.send(v, d), values.send(v, d);
                       }

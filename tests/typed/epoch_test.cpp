@@ -19,7 +19,7 @@ class typed_stats : public spmd_test {};
 class typed_deferred : public spmd_test {};
 class typed_detector : public spmd_test {};
 
-struct item {
+struct epoch_item {
     std::uint64_t value;
     std::int32_t from;
     std::uint32_t index;
@@ -33,7 +33,7 @@ TEST_P(typed_epoch, end_value_is_global_sum) {
             const std::uint64_t n = static_cast<std::uint64_t>(ctx.size());
             const std::uint64_t me = static_cast<std::uint64_t>(ctx.rank());
             std::uint64_t got = 0;
-            am::message_type<item> type(ctx, [&](const item&) { ++got; });
+            am::message_type<epoch_item> type(ctx, [&](const epoch_item&) { ++got; });
             for (int depth : {-1, 0, 1, 6}) {
                 {
                     am::epoch e(ctx, {.depth = depth});
@@ -50,7 +50,7 @@ TEST_P(typed_epoch, end_value_is_global_sum) {
                 {
                     am::epoch e(ctx, {.depth = depth});
                     for (std::uint32_t i = 0; i < 10; ++i) {
-                        type.send(item{i, ctx.rank(), i}, static_cast<int>((me + i) % n));
+                        type.send(epoch_item{i, ctx.rank(), i}, static_cast<int>((me + i) % n));
                     }
                     EXPECT_EQ(e.end(me == 0 ? 7 : 0), 7u) << "depth " << depth;
                 }
@@ -114,17 +114,18 @@ TEST_P(typed_epoch, destructor_ends_epoch) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int n = ctx.size(), me = ctx.rank();
                   std::uint64_t got = 0;
-                  am::message_type<item> type(ctx, [&](int source, const item& v) {
+                  am::message_type<epoch_item> type(ctx, [&](int source, const epoch_item& v) {
                       EXPECT_EQ(v.from, source);
                       ++got;
                   });
-                  auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
+                  auto buf = am::coalesce(type, {.bytes = 4 * sizeof(epoch_item)});
                   for (int round = 1; round <= 3; ++round) {
                       got = 0;
                       {
                           am::epoch e(ctx);
                           for (int d = 0; d < n; ++d) {
-                              for (std::uint32_t i = 0; i < 5; ++i) buf.send(item{i, me, i}, d);
+                              for (std::uint32_t i = 0; i < 5; ++i)
+                                  buf.send(epoch_item{i, me, i}, d);
                           }
                       }  // ends here
                       EXPECT_EQ(got, 5u * static_cast<std::uint64_t>(n)) << "round " << round;
@@ -142,9 +143,9 @@ TEST_P(typed_stats, exact_counts_per_epoch) {
             const int n = ctx.size(), me = ctx.rank();
             const int right = (me + 1) % n;
             std::uint64_t got = 0;
-            am::message_type<item> type(ctx, [&](const item&) { ++got; });
+            am::message_type<epoch_item> type(ctx, [&](const epoch_item&) { ++got; });
             constexpr std::size_t cap = 5;
-            auto buf = am::coalesce(type, {.bytes = cap * sizeof(item)});
+            auto buf = am::coalesce(type, {.bytes = cap * sizeof(epoch_item)});
             auto once = am::dedup(type, am::hash_cache{});
             struct pair_kv {  // a key/value message with members first and second
                 std::uint64_t first, second;
@@ -157,15 +158,16 @@ TEST_P(typed_stats, exact_counts_per_epoch) {
                 got = 0;
                 am::epoch e(ctx);
                 for (std::uint64_t i = 0; i < singles; ++i) {
-                    type.send(item{i, me, 0}, right);
+                    type.send(epoch_item{i, me, 0}, right);
                 }
-                for (std::uint64_t i = 0; i < full * cap; ++i) buf.send(item{i, me, 1}, right);
-                std::vector<item> v(span, item{7, me, 2});
-                type.send(std::span<const item>(v), right);
+                for (std::uint64_t i = 0; i < full * cap; ++i)
+                    buf.send(epoch_item{i, me, 1}, right);
+                std::vector<epoch_item> v(span, epoch_item{7, me, 2});
+                type.send(std::span<const epoch_item>(v), right);
                 // round duplicates dropped (a new value each epoch: the cache is kept
                 // across epochs); round + 1 values folded into one
                 for (std::uint64_t i = 0; i <= round; ++i) {
-                    once.send(item{99, me, static_cast<std::uint32_t>(100 + round)}, right);
+                    once.send(epoch_item{99, me, static_cast<std::uint32_t>(100 + round)}, right);
                 }
                 for (std::uint64_t i = 0; i <= round + 1; ++i) {
                     combine.send(pair_kv{5, i}, right);
@@ -179,7 +181,7 @@ TEST_P(typed_stats, exact_counts_per_epoch) {
                 EXPECT_EQ(s.messages_handled, messages);
                 EXPECT_EQ(got, messages);
                 EXPECT_EQ(s.batches_sent, batches);
-                EXPECT_EQ(s.bytes_sent, (messages - 1) * sizeof(item) + sizeof(pair_kv));
+                EXPECT_EQ(s.bytes_sent, (messages - 1) * sizeof(epoch_item) + sizeof(pair_kv));
                 EXPECT_EQ(s.dedup_hits, round);
                 EXPECT_EQ(s.combined, round + 1);
                 EXPECT_DOUBLE_EQ(s.coalescing_ratio(),
@@ -208,11 +210,11 @@ TEST_P(typed_stats, print_stats_lines) {
     const std::string out = typed_test::capture_stderr([&] {
         rc = run(
             [](am::context& ctx) {
-                am::message_type<item> type(ctx, [](const item&) {});
+                am::message_type<epoch_item> type(ctx, [](const epoch_item&) {});
                 for (int round = 1; round <= 2; ++round) {
                     am::epoch e(ctx);
                     for (int i = 0; i < 5 * round; ++i) {
-                        type.send(item{1, ctx.rank(), 0}, (ctx.rank() + 1) % ctx.size());
+                        type.send(epoch_item{1, ctx.rank(), 0}, (ctx.rank() + 1) % ctx.size());
                     }
                 }
             },
@@ -234,9 +236,9 @@ TEST_P(typed_stats, no_stats_without_print_stats) {
     int rc = -1;
     const std::string out = typed_test::capture_stderr([&] {
         rc = run([](am::context& ctx) {
-            am::message_type<item> type(ctx, [](const item&) {});
+            am::message_type<epoch_item> type(ctx, [](const epoch_item&) {});
             am::epoch e(ctx);
-            type.send(item{1, ctx.rank(), 0}, 0);
+            type.send(epoch_item{1, ctx.rank(), 0}, 0);
         });
     });
     ASSERT_EQ(rc, 0) << out;
@@ -260,7 +262,7 @@ TEST_P(typed_deferred, handlers_wait_for_their_epoch) {
                   };
                   std::unique_ptr<seen_state> state;  // created right before each epoch
                   std::uint64_t handled = 0, early = 0, wrong_epoch = 0, bad = 0;
-                  am::message_type<item> type(ctx, [&](int source, const item& v) {
+                  am::message_type<epoch_item> type(ctx, [&](int source, const epoch_item& v) {
                       ++handled;
                       if (!state) {
                           ++early;
@@ -273,7 +275,7 @@ TEST_P(typed_deferred, handlers_wait_for_their_epoch) {
                       }
                       ++state->count[static_cast<std::size_t>(v.from) * per_rank + v.index];
                   });
-                  auto buf = am::coalesce(type, {.bytes = 3 * sizeof(item)});
+                  auto buf = am::coalesce(type, {.bytes = 3 * sizeof(epoch_item)});
                   // Core messages each other rank sends to the late one per epoch: half the
                   // items one by one, the other half in batches of 3.
                   constexpr std::uint64_t batches = per_rank / 2 + (per_rank / 2 + 2) / 3;
@@ -295,9 +297,9 @@ TEST_P(typed_deferred, handlers_wait_for_their_epoch) {
                           for (std::uint32_t i = 0; i < per_rank; ++i) {
                               // Half coalesced, half one by one: both kinds of batch wait.
                               if (i % 2 == 0) {
-                                  type.send(item{epoch, me, i}, late);
+                                  type.send(epoch_item{epoch, me, i}, late);
                               } else {
-                                  buf.send(item{epoch, me, i}, late);
+                                  buf.send(epoch_item{epoch, me, i}, late);
                               }
                           }
                       }
@@ -333,7 +335,7 @@ TEST_P(typed_deferred, sleeping_rank) {
                   const int n = ctx.size(), me = ctx.rank();
                   std::atomic<std::uint32_t> began{0};
                   std::uint64_t handled = 0, early = 0;
-                  am::message_type<item> type(ctx, [&](int, const item& v) {
+                  am::message_type<epoch_item> type(ctx, [&](int, const epoch_item& v) {
                       if (v.value != began.load()) ++early;
                       ++handled;
                   });
@@ -343,7 +345,8 @@ TEST_P(typed_deferred, sleeping_rank) {
                       began = epoch;
                       am::epoch e(ctx);
                       for (int d = 0; d < n; ++d) {
-                          for (std::uint32_t i = 0; i < 10; ++i) type.send(item{epoch, me, i}, d);
+                          for (std::uint32_t i = 0; i < 10; ++i)
+                              type.send(epoch_item{epoch, me, i}, d);
                       }
                       e.end();
                       EXPECT_EQ(handled, 10u * static_cast<std::uint64_t>(n));

@@ -20,16 +20,16 @@ using am_test::spmd_test;
 class typed_errors : public spmd_test {};
 class typed_errors_job : public spmd_test {};
 
-struct item {
+struct errors_item {
     std::uint64_t value;
     std::int32_t from;
     std::uint32_t index;
 };
-struct kv {
+struct errors_kv {
     std::uint64_t key;
     std::uint64_t value;
 };
-const auto plus = [](std::uint64_t a, std::uint64_t b) { return a + b; };
+const auto errors_plus = [](std::uint64_t a, std::uint64_t b) { return a + b; };
 
 std::string rank_of(const am::context& ctx) {
     return "rank " + std::to_string(ctx.rank()) + ":";
@@ -42,22 +42,22 @@ TEST_P(typed_errors, send_outside_epoch) {
                   const int n = ctx.size(), me = ctx.rank();
                   const int right = (me + 1) % n;
                   std::uint64_t got = 0, sums = 0;
-                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
-                  am::message_type<kv> kvs(ctx, [&](const kv&) { ++sums; });
-                  auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
-                  auto red = am::reduce_by_key(kvs, plus, am::hash_cache{});
+                  am::message_type<errors_item> type(ctx, [&](const errors_item&) { ++got; });
+                  am::message_type<errors_kv> kvs(ctx, [&](const errors_kv&) { ++sums; });
+                  auto buf = am::coalesce(type, {.bytes = 4 * sizeof(errors_item)});
+                  auto red = am::reduce_by_key(kvs, errors_plus, am::hash_cache{});
                   auto once = am::dedup(type, am::hash_cache{});
-                  const item v{1, me, 0};
+                  const errors_item v{1, me, 0};
                   const auto refused = [&](const char* when) {
                       SCOPED_TRACE(when);
                       const std::vector<std::string> parts = {"am::message_type::send",
                                                               rank_of(ctx), "no epoch is open"};
                       expect_error([&] { type.send(v, right); }, am::errc::bad_context, parts);
-                      expect_error([&] { type.send(std::span<const item>(&v, 1), right); },
+                      expect_error([&] { type.send(std::span<const errors_item>(&v, 1), right); },
                                    am::errc::bad_context, parts);
                       expect_error(
                           [&] {
-                              red.send(kv{1, 1}, right);
+                              red.send(errors_kv{1, 1}, right);
                           },
                           am::errc::bad_context,
                           {"am::reducer::send", rank_of(ctx), "no epoch is open"});
@@ -66,7 +66,7 @@ TEST_P(typed_errors, send_outside_epoch) {
                   {
                       am::epoch e(ctx);
                       for (int i = 0; i < 3; ++i) buf.send(v, right);
-                      red.send(kv{1, 1}, right);
+                      red.send(errors_kv{1, 1}, right);
                   }
                   EXPECT_EQ(got, 3u);
                   EXPECT_EQ(sums, 1u);
@@ -101,11 +101,11 @@ TEST_P(typed_errors, fresh_coalescer_outside_epoch) {
                   [](am::context& ctx) {
                       const int me = ctx.rank(), right = (me + 1) % ctx.size();
                       std::uint64_t got = 0;
-                      am::message_type<item> type(ctx, [&](const item&) { ++got; });
-                      auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
+                      am::message_type<errors_item> type(ctx, [&](const errors_item&) { ++got; });
+                      auto buf = am::coalesce(type, {.bytes = 4 * sizeof(errors_item)});
                       expect_error(
                           [&] {
-                              buf.send(item{1, me, 0}, right);
+                              buf.send(errors_item{1, me, 0}, right);
                           },
                           am::errc::bad_context,
                           {"am::coalesced::send", rank_of(ctx), "no epoch is open"});
@@ -126,17 +126,17 @@ TEST_P(typed_errors, bad_rank_every_sender) {
             const int n = ctx.size(), me = ctx.rank();
             const int right = (me + 1) % n;
             std::uint64_t got = 0, sums = 0;
-            am::message_type<item> type(ctx, [&](const item&) { ++got; });
-            am::message_type<kv> kvs(ctx, [&](const kv&) { ++sums; });
-            auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
-            auto kv_buf = am::coalesce(kvs, {.bytes = 4 * sizeof(kv)});
+            am::message_type<errors_item> type(ctx, [&](const errors_item&) { ++got; });
+            am::message_type<errors_kv> kvs(ctx, [&](const errors_kv&) { ++sums; });
+            auto buf = am::coalesce(type, {.bytes = 4 * sizeof(errors_item)});
+            auto kv_buf = am::coalesce(kvs, {.bytes = 4 * sizeof(errors_kv)});
             auto once_hash = am::dedup(type, am::hash_cache{});
             auto once_mapped = am::dedup(buf, am::direct_mapped_cache{});
-            auto red_hash = am::reduce_by_key(kvs, plus, am::hash_cache{});
-            auto red_mapped = am::reduce_by_key(kv_buf, plus, am::direct_mapped_cache{});
+            auto red_hash = am::reduce_by_key(kvs, errors_plus, am::hash_cache{});
+            auto red_mapped = am::reduce_by_key(kv_buf, errors_plus, am::direct_mapped_cache{});
             const std::string range = "[0, " + std::to_string(n) + ")";
             am::epoch e(ctx);
-            type.send(item{0, me, 0}, right);
+            type.send(errors_item{0, me, 0}, right);
             std::uint64_t value = 1;
             for (int bad : {-1, n, n + 1, INT_MIN, INT_MAX}) {
                 SCOPED_TRACE("destination " + std::to_string(bad));
@@ -146,26 +146,30 @@ TEST_P(typed_errors, bad_rank_every_sender) {
                 const std::vector<std::string> coalesced = {"am::coalesced::send", rank_of(ctx),
                                                             dest, range};
                 ++value;
-                const item v{value, me, 0};
+                const errors_item v{value, me, 0};
                 expect_error([&] { type.send(v, bad); }, am::errc::bad_rank, direct);
-                expect_error([&] { type.send(std::span<const item>(&v, 1), bad); },
+                expect_error([&] { type.send(std::span<const errors_item>(&v, 1), bad); },
                              am::errc::bad_rank, direct);
                 expect_error([&] { buf.send(v, bad); }, am::errc::bad_rank, coalesced);
                 // Layers over a sender report through it (its call is named).
                 expect_error([&] { once_hash.send(v, bad); }, am::errc::bad_rank, direct);
                 expect_error([&] { once_mapped.send(v, bad); }, am::errc::bad_rank, coalesced);
-                expect_error([&] { red_hash.send(kv{value, 1}, bad); }, am::errc::bad_rank, direct);
                 expect_error(
                     [&] {
-                        red_mapped.send(kv{value, 1}, bad);
+                        red_hash.send(errors_kv{value, 1}, bad);
+                    },
+                    am::errc::bad_rank, direct);
+                expect_error(
+                    [&] {
+                        red_mapped.send(errors_kv{value, 1}, bad);
                     },
                     am::errc::bad_rank, coalesced);
             }
-            buf.send(item{1, me, 1}, right);
-            once_hash.send(item{2, me, 2}, right);
-            once_mapped.send(item{3, me, 3}, right);
-            red_hash.send(kv{1, 1}, right);
-            red_mapped.send(kv{2, 1}, right);
+            buf.send(errors_item{1, me, 1}, right);
+            once_hash.send(errors_item{2, me, 2}, right);
+            once_mapped.send(errors_item{3, me, 3}, right);
+            red_hash.send(errors_kv{1, 1}, right);
+            red_mapped.send(errors_kv{2, 1}, right);
             e.end();
             EXPECT_EQ(got, 4u);
             EXPECT_EQ(sums, 2u);
@@ -183,10 +187,10 @@ TEST_P(typed_errors, dedup_forgets_refused_sends) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int n = ctx.size(), me = ctx.rank(), right = (me + 1) % n;
                   std::uint64_t got = 0;
-                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  am::message_type<errors_item> type(ctx, [&](const errors_item&) { ++got; });
                   auto hashed = am::dedup(type, am::hash_cache{});
                   auto mapped = am::dedup(type, am::direct_mapped_cache{});
-                  const item v{42, me, 0}, w{43, me, 0};
+                  const errors_item v{42, me, 0}, w{43, me, 0};
                   expect_error([&] { hashed.send(v, right); }, am::errc::bad_context,
                                {"am::message_type::send", rank_of(ctx), "no epoch is open"});
                   expect_error([&] { mapped.send(w, right); }, am::errc::bad_context,
@@ -236,21 +240,21 @@ void depth_exceeded(am::context& ctx, bool coalesced) {
         }
     };
     struct senders {
-        am::message_type<item>* type = nullptr;
-        am::coalesced<item>* buf = nullptr;
+        am::message_type<errors_item>* type = nullptr;
+        am::coalesced<errors_item>* buf = nullptr;
     } to_a, to_b;
-    const auto send = [&](const senders& s, const item& v) {
+    const auto send = [&](const senders& s, const errors_item& v) {
         if (coalesced) {
             s.buf->send(v, right);
         } else {
             s.type->send(v, right);
         }
     };
-    const auto copy = [](item v) {
+    const auto copy = [](errors_item v) {
         v.index += 100;
         return v;
     };
-    am::message_type<item> a(ctx, [&](const item& v) {
+    am::message_type<errors_item> a(ctx, [&](const errors_item& v) {
         if (v.index >= 100) {
             ++leaked;
             return;
@@ -262,7 +266,7 @@ void depth_exceeded(am::context& ctx, bool coalesced) {
             send(to_b, v);  // level 1: allowed
         }
     });
-    am::message_type<item> b(ctx, [&](const item& v) {
+    am::message_type<errors_item> b(ctx, [&](const errors_item& v) {
         if (v.index >= 100) {
             ++leaked;
             return;
@@ -270,14 +274,14 @@ void depth_exceeded(am::context& ctx, bool coalesced) {
         ++got_b;
         refused([&] { send(to_a, copy(v)); }, 2);
     });
-    auto a_buf = am::coalesce(a, {.bytes = 4 * sizeof(item)});
-    auto b_buf = am::coalesce(b, {.bytes = 4 * sizeof(item)});
+    auto a_buf = am::coalesce(a, {.bytes = 4 * sizeof(errors_item)});
+    auto b_buf = am::coalesce(b, {.bytes = 4 * sizeof(errors_item)});
     to_a = {&a, &a_buf}, to_b = {&b, &b_buf};
     for (int d : {0, 1}) {
         depth = d;
         got_a = got_b = refusals = leaked = 0;
         am::epoch e(ctx, {.depth = d});
-        for (std::uint32_t i = 0; i < 3; ++i) a.send(item{i, me, i}, right);
+        for (std::uint32_t i = 0; i < 3; ++i) a.send(errors_item{i, me, i}, right);
         e.end();
         EXPECT_EQ(got_a, 3u) << "depth " << d;
         EXPECT_EQ(got_b, d == 0 ? 0u : 3u) << "depth " << d;
@@ -301,12 +305,12 @@ TEST_P(typed_errors, depth_exceeded_into_reducer) {
                   [](am::context& ctx) {
                       const int n = ctx.size(), me = ctx.rank(), right = (me + 1) % n;
                       std::uint64_t got = 0, refusals = 0, sums = 0;
-                      am::message_type<kv> kvs(ctx, [&](const kv&) { ++sums; });
-                      auto red = am::reduce_by_key(kvs, plus, am::hash_cache{});
-                      am::message_type<item> type(ctx, [&](const item& v) {
+                      am::message_type<errors_kv> kvs(ctx, [&](const errors_kv&) { ++sums; });
+                      auto red = am::reduce_by_key(kvs, errors_plus, am::hash_cache{});
+                      am::message_type<errors_item> type(ctx, [&](const errors_item& v) {
                           ++got;
                           try {
-                              red.send(kv{v.value, 1}, right);
+                              red.send(errors_kv{v.value, 1}, right);
                           } catch (const am::error& e) {
                               ++refusals;
                               EXPECT_EQ(e.code(), am::errc::bad_context) << e.what();
@@ -314,7 +318,7 @@ TEST_P(typed_errors, depth_exceeded_into_reducer) {
                           }
                       });
                       am::epoch e(ctx, {.depth = 0});
-                      type.send(item{1, me, 0}, right);
+                      type.send(errors_item{1, me, 0}, right);
                       ctx.wait([&] { return got == 1; });  // the handler ran before end()
                       try {
                           e.end();
@@ -362,26 +366,27 @@ TEST_P(typed_errors, sizes) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int me = ctx.rank();
                   std::uint64_t got = 0;
-                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  am::message_type<errors_item> type(ctx, [&](const errors_item&) { ++got; });
                   const std::size_t max = ctx.max_medium();
                   const std::string limit = "max_medium() = " + std::to_string(max);
                   for (std::size_t bytes :
-                       {std::size_t{1}, sizeof(item) - 1, max + 1, std::size_t{SIZE_MAX}}) {
+                       {std::size_t{1}, sizeof(errors_item) - 1, max + 1, std::size_t{SIZE_MAX}}) {
                       SCOPED_TRACE("bytes " + std::to_string(bytes));
                       expect_error([&] { (void)am::coalesce(type, {.bytes = bytes}); },
                                    am::errc::too_large,
                                    {"am::coalesce", rank_of(ctx), std::to_string(bytes), limit});
                   }
-                  EXPECT_EQ(am::coalesce(type, {.bytes = sizeof(item)}).capacity(), 1u);
+                  EXPECT_EQ(am::coalesce(type, {.bytes = sizeof(errors_item)}).capacity(), 1u);
                   // 0, the default: 16 KiB, or max_medium() when that is smaller.
                   EXPECT_EQ(am::coalesce(type).capacity(),
-                            std::min(std::size_t{16} << 10, max) / sizeof(item));
+                            std::min(std::size_t{16} << 10, max) / sizeof(errors_item));
                   EXPECT_EQ(am::coalesce(type, {.bytes = 0}).capacity(),
-                            std::min(std::size_t{16} << 10, max) / sizeof(item));
-                  EXPECT_EQ(am::coalesce(type, {.bytes = max}).capacity(), max / sizeof(item));
-                  std::vector<item> v(type.max_batch() + 1, item{1, me, 0});
+                            std::min(std::size_t{16} << 10, max) / sizeof(errors_item));
+                  EXPECT_EQ(am::coalesce(type, {.bytes = max}).capacity(),
+                            max / sizeof(errors_item));
+                  std::vector<errors_item> v(type.max_batch() + 1, errors_item{1, me, 0});
                   am::epoch e(ctx);
-                  expect_error([&] { type.send(std::span<const item>(v), me); },
+                  expect_error([&] { type.send(std::span<const errors_item>(v), me); },
                                am::errc::too_large,
                                {"am::message_type::send", rank_of(ctx),
                                 std::to_string(v.size()) + " messages", limit});
@@ -397,7 +402,7 @@ TEST_P(typed_errors, epoch_in_handler) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int me = ctx.rank(), right = (me + 1) % ctx.size();
                   std::uint64_t got = 0;
-                  am::message_type<item> type(ctx, [&](const item&) {
+                  am::message_type<errors_item> type(ctx, [&](const errors_item&) {
                       ++got;
                       expect_error([&] { am::epoch inner(ctx); }, am::errc::bad_context,
                                    {"am::epoch", rank_of(ctx), "opened in a handler"});
@@ -405,7 +410,7 @@ TEST_P(typed_errors, epoch_in_handler) {
                   for (int round = 1; round <= 2; ++round) {
                       got = 0;
                       am::epoch e(ctx);
-                      type.send(item{1, me, 0}, right);
+                      type.send(errors_item{1, me, 0}, right);
                       e.end();
                       EXPECT_EQ(got, 1u);
                       EXPECT_EQ(e.stats().epoch, static_cast<std::uint64_t>(round));
@@ -420,20 +425,21 @@ TEST_P(typed_errors, message_type_in_handler) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int me = ctx.rank(), right = (me + 1) % ctx.size();
                   std::uint64_t got = 0;
-                  am::message_type<item> type(ctx, [&](const item&) {
+                  am::message_type<errors_item> type(ctx, [&](const errors_item&) {
                       ++got;
-                      expect_error([&] { am::message_type<kv> inner(ctx, [](const kv&) {}); },
-                                   am::errc::bad_context,
-                                   {"am::message_type", rank_of(ctx), "created in a handler"});
+                      expect_error(
+                          [&] { am::message_type<errors_kv> inner(ctx, [](const errors_kv&) {}); },
+                          am::errc::bad_context,
+                          {"am::message_type", rank_of(ctx), "created in a handler"});
                   });
                   am::epoch e(ctx);
-                  type.send(item{1, me, 0}, right);
+                  type.send(errors_item{1, me, 0}, right);
                   e.end();
                   EXPECT_EQ(got, 1u);
                   std::uint64_t got2 = 0;
-                  am::message_type<kv> later(ctx, [&](const kv&) { ++got2; });
+                  am::message_type<errors_kv> later(ctx, [&](const errors_kv&) { ++got2; });
                   am::epoch e2(ctx);
-                  later.send(kv{1, 1}, right);
+                  later.send(errors_kv{1, 1}, right);
                   e2.end();
                   EXPECT_EQ(got2, 1u);
               }),
@@ -449,7 +455,7 @@ TEST_P(typed_errors, end_in_handler_leaves_epoch_open) {
                       const std::uint64_t n = static_cast<std::uint64_t>(ctx.size());
                       std::uint64_t got = 0;
                       am::epoch* open = nullptr;
-                      am::message_type<item> type(ctx, [&](const item&) {
+                      am::message_type<errors_item> type(ctx, [&](const errors_item&) {
                           ++got;
                           expect_error([&] { (void)open->end(); }, am::errc::bad_context,
                                        {"am::epoch::end", rank_of(ctx), "from a handler"});
@@ -460,7 +466,7 @@ TEST_P(typed_errors, end_in_handler_leaves_epoch_open) {
                           // Beginning an epoch may run a faster rank's batch at once: no rank
                           // sends before every rank's `open` is set.
                           ctx.barrier();
-                          type.send(item{1, me, 0}, right);
+                          type.send(errors_item{1, me, 0}, right);
                           ctx.wait([&] { return got == 1; });
                           try {
                               EXPECT_EQ(e.end(1), n);
@@ -487,14 +493,14 @@ TEST_P(typed_errors_job, depth_exceeded_fails_job) {
     const std::string out = typed_test::capture_stderr([&] {
         rc = run([](am::context& ctx) {
             const int me = ctx.rank(), right = (me + 1) % ctx.size();
-            am::coalesced<item>* forward = nullptr;
-            am::message_type<item> type(ctx, [&](const item& v) {
-                if (v.value == 1) forward->send(item{2, me, 0}, right);  // once, at level 1
+            am::coalesced<errors_item>* forward = nullptr;
+            am::message_type<errors_item> type(ctx, [&](const errors_item& v) {
+                if (v.value == 1) forward->send(errors_item{2, me, 0}, right);  // once, at level 1
             });
-            auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
+            auto buf = am::coalesce(type, {.bytes = 4 * sizeof(errors_item)});
             forward = &buf;
             am::epoch e(ctx, {.depth = 0});
-            type.send(item{1, me, 0}, right);
+            type.send(errors_item{1, me, 0}, right);
             e.end();
             ADD_FAILURE() << "rank " << me << ": the epoch ended";
         });
@@ -515,7 +521,7 @@ TEST_P(typed_errors, other_thread_is_refused) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int n = ctx.size(), me = ctx.rank(), right = (me + 1) % n;
                   std::uint64_t got = 0;
-                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  am::message_type<errors_item> type(ctx, [&](const errors_item&) { ++got; });
                   const std::vector<std::string> parts = {rank_of(ctx), "AM_THREAD_MULTIPLE=1"};
                   const auto with = [&](const char* call) {
                       std::vector<std::string> p = parts;
@@ -527,12 +533,12 @@ TEST_P(typed_errors, other_thread_is_refused) {
                       std::thread other([&] {
                           expect_error(
                               [&] {
-                                  type.send(item{1, me, 0}, right);
+                                  type.send(errors_item{1, me, 0}, right);
                               },
                               am::errc::bad_context, with("am::message_type::send"));
                       });
                       other.join();
-                      type.send(item{2, me, 0}, right);
+                      type.send(errors_item{2, me, 0}, right);
                   }
                   std::thread other([&] {
                       expect_error([&] { am::epoch e(ctx); }, am::errc::bad_context,
@@ -553,10 +559,11 @@ TEST_P(typed_handshake, different_names) {
     ASSERT_EQ(
         run([](am::context& ctx) {
             const int last = ctx.size() - 1;
-            const auto handler = [](const item&) {};
-            am::message_type<item> agreed(ctx, handler, "agreed");
+            const auto handler = [](const errors_item&) {};
+            am::message_type<errors_item> agreed(ctx, handler, "agreed");
             try {
-                am::message_type<item> type(ctx, handler, ctx.rank() == last ? "visits" : "pings");
+                am::message_type<errors_item> type(ctx, handler,
+                                                   ctx.rank() == last ? "visits" : "pings");
                 ADD_FAILURE() << "no mismatch reported";
             } catch (const am::error& e) {
                 EXPECT_EQ(e.code(), am::errc::handler_mismatch) << e.what();
@@ -575,7 +582,7 @@ struct a_value_type_with_a_name_long_enough_that_three_of_them_make_a_long_name 
 };
 using long_item = a_value_type_with_a_name_long_enough_that_three_of_them_make_a_long_name<
     a_value_type_with_a_name_long_enough_that_three_of_them_make_a_long_name<
-        a_value_type_with_a_name_long_enough_that_three_of_them_make_a_long_name<item>>>;
+        a_value_type_with_a_name_long_enough_that_three_of_them_make_a_long_name<errors_item>>>;
 
 TEST_P(typed_handshake, different_handlers_print_their_difference) {
     ASSERT_EQ(run([](am::context& ctx) {

@@ -18,17 +18,17 @@ using am_test::spmd_test;
 
 class typed_route : public spmd_test {};
 
-struct item {
+struct route_item {
     std::uint64_t value;
     std::int32_t from;
     std::uint32_t index;
 };
 
-std::uint64_t value_of(int from, int to, std::uint32_t i) {
+std::uint64_t route_value_of(int from, int to, std::uint32_t i) {
     return mix((static_cast<std::uint64_t>(from) << 40) ^ (static_cast<std::uint64_t>(to) << 20) ^
                i);
 }
-std::uint32_t count_of(int from, int to) {
+std::uint32_t route_count_of(int from, int to) {
     return 20 + static_cast<std::uint32_t>(from * 7 + to * 3) % 23;
 }
 
@@ -43,12 +43,13 @@ template <class Send>
 void all_to_all(am::context& ctx, received& r, Send&& send, const std::string& what) {
     const int n = ctx.size(), me = ctx.rank();
     r.seen.assign(static_cast<std::size_t>(n), {});
-    for (int s = 0; s < n; ++s) r.seen[static_cast<std::size_t>(s)].assign(count_of(s, me), 0);
+    for (int s = 0; s < n; ++s)
+        r.seen[static_cast<std::size_t>(s)].assign(route_count_of(s, me), 0);
     {
         am::epoch e(ctx);
         for (std::uint32_t i = 0; i < 45; ++i) {
             for (int d = 0; d < n; ++d) {
-                if (i < count_of(me, d)) send(item{value_of(me, d, i), me, i}, d);
+                if (i < route_count_of(me, d)) send(route_item{route_value_of(me, d, i), me, i}, d);
             }
         }
     }
@@ -61,37 +62,38 @@ void all_to_all(am::context& ctx, received& r, Send&& send, const std::string& w
 }
 
 TEST_P(typed_route, exactly_once_with_source_like_direct) {
-    ASSERT_EQ(run([](am::context& ctx) {
-                  const int n = ctx.size(), me = ctx.rank();
-                  received r;
-                  am::message_type<item> type(ctx, [&](int source, const item& v) {
-                      if (v.from != source || v.index >= count_of(source, me) ||
-                          v.value != value_of(source, me, v.index)) {
-                          ++r.bad;
-                          return;
-                      }
-                      ++r.seen[static_cast<std::size_t>(source)][v.index];
-                  });
-                  auto direct = am::coalesce(type);
-                  all_to_all(
-                      ctx, r, [&](const item& v, int d) { direct.send(v, d); }, "direct");
-                  const auto reference = r.seen;
-                  // Default group, no grouping, pairs, triples (partial last groups at n = 2,
-                  // 4, 64), and one group of all ranks; small buffers make many batches.
-                  for (const int g : {0, 1, 2, 3, n}) {
-                      for (const std::size_t bytes : {std::size_t{0}, 3 * sizeof(item) + 24}) {
-                          auto via = am::coalesce_routed(type, {.group = g, .bytes = bytes});
-                          const std::string what = "group " + std::to_string(g) + " (" +
-                                                   std::to_string(via.group()) + "), " +
-                                                   std::to_string(bytes) + " bytes";
-                          all_to_all(
-                              ctx, r, [&](const item& v, int d) { via.send(v, d); }, what);
-                          EXPECT_EQ(r.seen, reference) << what;
-                          EXPECT_FALSE(via.holds()) << what;
-                      }
-                  }
-              }),
-              0);
+    ASSERT_EQ(
+        run([](am::context& ctx) {
+            const int n = ctx.size(), me = ctx.rank();
+            received r;
+            am::message_type<route_item> type(ctx, [&](int source, const route_item& v) {
+                if (v.from != source || v.index >= route_count_of(source, me) ||
+                    v.value != route_value_of(source, me, v.index)) {
+                    ++r.bad;
+                    return;
+                }
+                ++r.seen[static_cast<std::size_t>(source)][v.index];
+            });
+            auto direct = am::coalesce(type);
+            all_to_all(
+                ctx, r, [&](const route_item& v, int d) { direct.send(v, d); }, "direct");
+            const auto reference = r.seen;
+            // Default group, no grouping, pairs, triples (partial last groups at n = 2,
+            // 4, 64), and one group of all ranks; small buffers make many batches.
+            for (const int g : {0, 1, 2, 3, n}) {
+                for (const std::size_t bytes : {std::size_t{0}, 3 * sizeof(route_item) + 24}) {
+                    auto via = am::coalesce_routed(type, {.group = g, .bytes = bytes});
+                    const std::string what = "group " + std::to_string(g) + " (" +
+                                             std::to_string(via.group()) + "), " +
+                                             std::to_string(bytes) + " bytes";
+                    all_to_all(
+                        ctx, r, [&](const route_item& v, int d) { via.send(v, d); }, what);
+                    EXPECT_EQ(r.seen, reference) << what;
+                    EXPECT_FALSE(via.holds()) << what;
+                }
+            }
+        }),
+        0);
 }
 
 // Chains: a handler sends what it received on through the same layer until its ttl runs out,
@@ -176,9 +178,9 @@ TEST_P(typed_route, depth_refused_at_sender) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int n = ctx.size(), me = ctx.rank();
                   std::uint64_t got = 0;
-                  am::message_type<item> type(ctx, [&](const item&) { ++got; });
+                  am::message_type<route_item> type(ctx, [&](const route_item&) { ++got; });
                   auto via = am::coalesce_routed(type);
-                  const item v{1, me, 0};
+                  const route_item v{1, me, 0};
                   {
                       am::epoch e(ctx, {.depth = 0});
                       expect_error([&] { via.send(v, (me + 1) % n); }, am::errc::bad_context,
@@ -203,11 +205,11 @@ TEST_P(typed_route, buffers_per_rank) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int n = ctx.size(), me = ctx.rank();
                   const std::size_t before = am::typed_memory_bytes(ctx);
-                  am::message_type<item> type(ctx, [](const item&) {});
+                  am::message_type<route_item> type(ctx, [](const route_item&) {});
                   EXPECT_GE(am::typed_memory_bytes(ctx), before + 96 * static_cast<std::size_t>(n));
                   auto direct = am::coalesce(type);
                   const std::size_t halves =
-                      static_cast<std::size_t>(n) * 2 * direct.capacity() * sizeof(item);
+                      static_cast<std::size_t>(n) * 2 * direct.capacity() * sizeof(route_item);
                   EXPECT_GE(direct.buffer_bytes(), halves);
                   EXPECT_LE(direct.buffer_bytes(), halves + static_cast<std::size_t>(n) * 64);
                   auto via = am::coalesce_routed(type);
@@ -219,13 +221,13 @@ TEST_P(typed_route, buffers_per_rank) {
                   {
                       am::epoch e(ctx);
                       for (int d = 0; d < n; ++d) {
-                          direct.send(item{1, me, 0}, d);
-                          via.send(item{1, me, 0}, d);
+                          direct.send(route_item{1, me, 0}, d);
+                          via.send(route_item{1, me, 0}, d);
                       }
                   }
                   EXPECT_GT(via.buffer_bytes(), empty);
                   EXPECT_LE(via.buffer_bytes(),
-                            empty + via.buffers() * via.capacity() * (sizeof(item) + 8));
+                            empty + via.buffers() * via.capacity() * (sizeof(route_item) + 8));
                   if (n == 64) {
                       EXPECT_LT(4 * via.buffer_bytes(), direct.buffer_bytes());
                   }

@@ -22,14 +22,14 @@ class typed_threads : public spmd_test {
     [[nodiscard]] bool is_threads() const { return transport() == am::transport_kind::threads; }
 };
 
-struct item {
+struct threads_item {
     std::uint64_t value;
     std::int32_t from;
     std::uint16_t thread;
     std::uint16_t index;
 };
 
-std::uint64_t value_of(int from, int thread, int to, int i) {
+std::uint64_t threads_value_of(int from, int thread, int to, int i) {
     return mix((static_cast<std::uint64_t>(from) << 48) ^
                (static_cast<std::uint64_t>(thread) << 32) ^ (static_cast<std::uint64_t>(to) << 16) ^
                static_cast<std::uint64_t>(i));
@@ -46,10 +46,10 @@ void threads_send(am::context& ctx) {
     std::vector<std::atomic<std::uint32_t>> seen(static_cast<std::size_t>(n) * sender_threads *
                                                  per_dest);
     std::atomic<std::uint64_t> bad{0}, got{0};
-    am::message_type<item> type(ctx, [&](int source, std::span<const item> batch) {
-        for (const item& v : batch) {
+    am::message_type<threads_item> type(ctx, [&](int source, std::span<const threads_item> batch) {
+        for (const threads_item& v : batch) {
             if (v.from != source || v.thread >= sender_threads || v.index >= per_dest ||
-                v.value != value_of(source, v.thread, me, v.index)) {
+                v.value != threads_value_of(source, v.thread, me, v.index)) {
                 bad.fetch_add(1);
                 continue;
             }
@@ -59,7 +59,7 @@ void threads_send(am::context& ctx) {
             got.fetch_add(1);
         }
     });
-    auto buf = am::coalesce(type, {.bytes = 5 * sizeof(item)});
+    auto buf = am::coalesce(type, {.bytes = 5 * sizeof(threads_item)});
     for (int round = 0; round < 2; ++round) {
         for (auto& s : seen) s = 0;
         got = 0;
@@ -69,8 +69,9 @@ void threads_send(am::context& ctx) {
             threads.emplace_back([&, t] {
                 for (int i = 0; i < per_dest; ++i) {
                     for (int d = 0; d < n; ++d) {
-                        const item v{value_of(me, t, d, i), me, static_cast<std::uint16_t>(t),
-                                     static_cast<std::uint16_t>(i)};
+                        const threads_item v{threads_value_of(me, t, d, i), me,
+                                             static_cast<std::uint16_t>(t),
+                                             static_cast<std::uint16_t>(i)};
                         if (i % 2 == 0) {
                             buf.send(v, d);
                         } else {
@@ -167,12 +168,12 @@ TEST_P(typed_threads, second_job_in_same_process) {
     const auto job = [](am::context& ctx) {
         const int n = ctx.size(), me = ctx.rank();
         std::uint64_t got = 0;
-        am::message_type<item> type(ctx, [&](const item&) { ++got; });
-        auto buf = am::coalesce(type, {.bytes = 4 * sizeof(item)});
+        am::message_type<threads_item> type(ctx, [&](const threads_item&) { ++got; });
+        auto buf = am::coalesce(type, {.bytes = 4 * sizeof(threads_item)});
         am::epoch e(ctx);
         for (int d = 0; d < n; ++d) {
             for (int i = 0; i < 10; ++i) {
-                buf.send(item{1, me, 0, static_cast<std::uint16_t>(i)}, d);
+                buf.send(threads_item{1, me, 0, static_cast<std::uint16_t>(i)}, d);
             }
         }
         e.end();
@@ -201,21 +202,22 @@ TEST_P(typed_progress, forwards_while_rank_flushes) {
                       constexpr std::uint16_t ttl = 8;
                       constexpr int per_epoch = 1000;
                       std::atomic<std::uint64_t> got{0};
-                      am::coalesced<item>* forward = nullptr;
-                      am::message_type<item> type(ctx, [&](const item& v) {
+                      am::coalesced<threads_item>* forward = nullptr;
+                      am::message_type<threads_item> type(ctx, [&](const threads_item& v) {
                           got.fetch_add(1);
                           if (v.index > 0) {
-                              forward->send(
-                                  item{v.value, me, 0, static_cast<std::uint16_t>(v.index - 1)},
-                                  right);
+                              forward->send(threads_item{v.value, me, 0,
+                                                         static_cast<std::uint16_t>(v.index - 1)},
+                                            right);
                           }
                       });
-                      auto buf = am::coalesce(type, {.bytes = 2 * sizeof(item)});
+                      auto buf = am::coalesce(type, {.bytes = 2 * sizeof(threads_item)});
                       forward = &buf;
                       for (int round = 0; round < 20; ++round) {
                           got = 0;
                           am::epoch e(ctx);
-                          for (int i = 0; i < per_epoch; ++i) buf.send(item{1, me, 0, ttl}, right);
+                          for (int i = 0; i < per_epoch; ++i)
+                              buf.send(threads_item{1, me, 0, ttl}, right);
                           e.end();
                           ASSERT_EQ(got.load(), per_epoch * (ttl + 1u)) << "round " << round;
                       }

@@ -11,7 +11,7 @@ namespace {
 using am_test::spmd_param;
 using am_test::spmd_test;
 
-struct item {
+struct timeout_item {
     std::uint64_t value;
     std::int32_t from;
     std::uint32_t index;
@@ -39,12 +39,12 @@ class typed_timeout : public spmd_test {
 TEST_P(typed_timeout, one_rank_opens_an_extra_epoch) {
     const auto [rc, out] = timed_out_job([](am::context& ctx) {
         const int me = ctx.rank();
-        am::message_type<item> type(
-            ctx, [](const item&) {}, "probe");
-        auto buf = am::coalesce(type, {.bytes = 8 * sizeof(item)});
+        am::message_type<timeout_item> type(
+            ctx, [](const timeout_item&) {}, "probe");
+        auto buf = am::coalesce(type, {.bytes = 8 * sizeof(timeout_item)});
         {
             am::epoch e(ctx);
-            type.send(item{1, me, 0}, (me + 1) % ctx.size());
+            type.send(timeout_item{1, me, 0}, (me + 1) % ctx.size());
         }
         if (me != 0) {
             am::counter never(ctx);
@@ -52,8 +52,8 @@ TEST_P(typed_timeout, one_rank_opens_an_extra_epoch) {
             return;
         }
         am::epoch e(ctx);
-        for (std::uint32_t i = 0; i < 5; ++i) type.send(item{2, me, i}, 1);
-        for (std::uint32_t i = 0; i < 3; ++i) buf.send(item{2, me, i}, 1);
+        for (std::uint32_t i = 0; i < 5; ++i) type.send(timeout_item{2, me, i}, 1);
+        for (std::uint32_t i = 0; i < 3; ++i) buf.send(timeout_item{2, me, i}, 1);
         e.end();
         ADD_FAILURE() << "the extra epoch ended";
     });
@@ -77,12 +77,12 @@ TEST_P(typed_timeout, one_rank_never_ends) {
     const int nranks = ranks();
     const auto [rc, out] = timed_out_job([](am::context& ctx) {
         const int n = ctx.size(), me = ctx.rank();
-        am::message_type<item> type(
-            ctx, [](const item&) {}, "probe");
+        am::message_type<timeout_item> type(
+            ctx, [](const timeout_item&) {}, "probe");
         am::epoch e(ctx);
         for (int d = 0; d < n; ++d) {
             if (d == me) continue;
-            for (std::uint32_t i = 0; i < 2; ++i) type.send(item{1, me, i}, d);
+            for (std::uint32_t i = 0; i < 2; ++i) type.send(timeout_item{1, me, i}, d);
         }
         ctx.barrier();  // every message is in its ring: all are handled below
         if (me == 1) {

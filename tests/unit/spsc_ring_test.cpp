@@ -68,7 +68,7 @@ std::vector<std::vector<std::byte>> pop_all(ring::consumer& c, std::size_t limit
 }
 
 /// The model: records in flight and the positions they span.
-struct model {
+struct ring_model {
     std::size_t capacity;
     std::deque<std::vector<std::byte>> records;
     std::uint64_t head = 0, tail = 0;
@@ -158,7 +158,7 @@ TEST(spsc_ring, full_ring_refuses_exactly_at_capacity) {
         test_ring r(1024);
         ring::producer p = r.producer();
         ring::consumer c = r.consumer();
-        model m{1024, {}, 0, 0};
+        ring_model m{1024, {}, 0, 0};
         std::uint64_t seq = 0;
         while (m.has_room(len)) {
             ASSERT_TRUE(push(p, message(seq, len))) << "len " << len << " record " << seq;
@@ -286,7 +286,7 @@ TEST(spsc_ring, random_sizes_against_model) {
         test_ring r(cap);
         ring::producer p = r.producer();
         ring::consumer c = r.consumer();
-        model m{cap, {}, 0, 0};
+        ring_model m{cap, {}, 0, 0};
         std::mt19937_64 rng(12345 + cap);
         const std::size_t max = ring::max_message(cap);
         std::uint64_t seq = 0;

@@ -22,10 +22,10 @@ using am_test::mix;
 using u64 = std::uint64_t;
 using op_t = am::window_op<u64, u64, u64>;
 
-constexpr std::size_t slots = 8;
+constexpr std::size_t errors_slots = 8;
 
 // x += every input element; the outputs of a segment are x after it.
-void running_sum(const am::window_args<u64, u64, u64>& a) {
+void errors_running_sum(const am::window_args<u64, u64, u64>& a) {
     if (a.persistent.empty()) return;
     for (std::size_t i = 0; i < a.num_segments; ++i) {
         for (u64 v : a.in(i)) a.persistent[0] += v;
@@ -69,20 +69,20 @@ struct accepted {
 };
 
 std::size_t window_slots(int n) {
-    return 2 * std::max<std::size_t>(slots, static_cast<std::size_t>(n));
+    return 2 * std::max<std::size_t>(errors_slots, static_cast<std::size_t>(n));
 }
 
-am::window slots_window(am::context& ctx) {
+am::window errors_slots_window(am::context& ctx) {
     return am::window::allocate(ctx, window_slots(ctx.size()) * sizeof(u64));
 }
 
 void bad_arguments_job(am::context& ctx) {
     const int n = ctx.size(), me = ctx.rank();
     const int right = (me + 1) % n;
-    am::window w = slots_window(ctx);
-    am::window other = slots_window(ctx);
-    const op_t op = w.register_op<u64, u64, u64>("running_sum", running_sum);
-    const op_t foreign = other.register_op<u64, u64, u64>("running_sum", running_sum);
+    am::window w = errors_slots_window(ctx);
+    am::window other = errors_slots_window(ctx);
+    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", errors_running_sum);
+    const op_t foreign = other.register_op<u64, u64, u64>("errors_running_sum", errors_running_sum);
     const std::string who = rank_name(me);
     const std::size_t size = w.size_of(right);
     EXPECT_EQ(size, window_slots(n) * sizeof(u64));
@@ -168,14 +168,14 @@ struct reentry {
         record([&] { w->detach(); });
         alignas(16) std::byte spare[64];
         record([&] { w->attach(spare); });
-        running_sum(a);
+        errors_running_sum(a);
     }
 };
 
 void reentry_job(am::context& ctx) {
     const int n = ctx.size(), me = ctx.rank();
-    am::window w = slots_window(ctx);
-    const op_t op = w.register_op<u64, u64, u64>("running_sum", running_sum);
+    am::window w = errors_slots_window(ctx);
+    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", errors_running_sum);
     reentry r;
     r.w = &w;
     const op_t bad = w.register_op<u64, u64, u64>("reentry", std::ref(r));
@@ -229,8 +229,8 @@ void reentry_job(am::context& ctx) {
 void mismatch_job(am::context& ctx, bool by_type) {
     const int n = ctx.size(), me = ctx.rank();
     const bool odd = me == n - 1;
-    am::window w = slots_window(ctx);
-    const op_t op = w.register_op<u64, u64, u64>("running_sum", running_sum);
+    am::window w = errors_slots_window(ctx);
+    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", errors_running_sum);
     w.fence();
     accepted ok{w, op};
     ok.issue();
@@ -248,7 +248,7 @@ void mismatch_job(am::context& ctx, bool by_type) {
                 "second", [](const am::window_args<std::uint32_t, u64, u64>&) {});
         } else {
             (void)w.register_op<u64, u64, u64>(odd && !by_type ? "other_name" : "second",
-                                               running_sum);
+                                               errors_running_sum);
         }
         ADD_FAILURE() << rank_name(me) << ": a mismatched registration was accepted";
     } catch (const am::error& e) {
@@ -259,7 +259,7 @@ void mismatch_job(am::context& ctx, bool by_type) {
     }
     ok.issue();
     // The failed registration left every rank's table alike: the next one is used by all.
-    const op_t third = w.register_op<u64, u64, u64>("third", running_sum);
+    const op_t third = w.register_op<u64, u64, u64>("third", errors_running_sum);
     u64 in[1] = {4}, out[1] = {0};
     w.am(third, me, std::span<const u64>(in), 1, std::span<u64>(out), 1, 1,
          window_slots(n) / 2 + static_cast<std::size_t>(me), 1);
@@ -284,8 +284,8 @@ void info_mismatch_job(am::context& ctx, int field) {
     std::vector<std::byte> mem(64);
     expect_error([&] { am::window w(ctx, mem, info); }, am::errc::invalid_argument,
                  {"am::window::window", rank_name(me) + ":", "window_info"});
-    am::window w = slots_window(ctx);
-    const op_t op = w.register_op<u64, u64, u64>("running_sum", running_sum);
+    am::window w = errors_slots_window(ctx);
+    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", errors_running_sum);
     w.fence();
     accepted ok{w, op};
     ok.issue();
@@ -301,7 +301,7 @@ void info_mismatch_job(am::context& ctx, int field) {
 void bytes_job(am::context& ctx) {
     const int n = ctx.size(), me = ctx.rank();
     const int right = (me + 1) % n;
-    am::window w = slots_window(ctx);
+    am::window w = errors_slots_window(ctx);
     const std::uint32_t op =
         w.register_bytes("xor_bytes", "u8,u8,u8", [](const am::window_call& c) {
             for (std::size_t s = 0; s < c.num_segments; ++s) {

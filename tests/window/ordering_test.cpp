@@ -20,7 +20,8 @@ using am_test::mix;
 using u64 = std::uint64_t;
 using op_t = am::window_op<u64, u64, u64>;
 
-constexpr std::size_t internal = 256;  // a large segment (40 + 1 elements: 336 B) never fits
+constexpr std::size_t ordering_internal =
+    256;  // a large segment (40 + 1 elements: 336 B) never fits
 constexpr std::size_t large_in = 40, large_segments = 3, small_in = 2;
 constexpr int pairs = 30;  // large, small, large, small, ...
 
@@ -57,7 +58,7 @@ struct one_am {
 enum class small_ops { alternate, same, other };
 
 // The AMs an origin issues, in order: large ones with operation 0, small ones by `smalls`.
-std::deque<one_am> make_ams(int origin, small_ops smalls) {
+std::deque<one_am> ordering_make_ams(int origin, small_ops smalls) {
     std::deque<one_am> v;
     for (int i = 0; i < 2 * pairs; ++i) {
         const bool large = i % 2 == 0;
@@ -73,7 +74,7 @@ std::deque<one_am> make_ams(int origin, small_ops smalls) {
     return v;
 }
 
-u64 initial(int target, int origin) {
+u64 ordering_initial(int target, int origin) {
     return mix(static_cast<u64>(target) << 32 | static_cast<u64>(origin));
 }
 
@@ -114,7 +115,7 @@ void ordering_run(am::context& ctx, const ordering_job& job) {
     const int target = (me + 1) % n, left = (me + n - 1) % n;
     am::window_info info;
     info.ordering = job.ordering;
-    info.internal_buffer = internal;
+    info.internal_buffer = ordering_internal;
     am::window w = am::window::allocate(ctx, static_cast<std::size_t>(n) * sizeof(u64), info);
     op_t ops[2];
     if (job.commutative) {
@@ -127,24 +128,24 @@ void ordering_run(am::context& ctx, const ordering_job& job) {
     std::vector<std::byte> attached(64 << 10);
     w.attach(attached);
     const auto slots = as_u64(w.memory());
-    for (int o = 0; o < n; ++o) slots[static_cast<std::size_t>(o)] = initial(me, o);
+    for (int o = 0; o < n; ++o) slots[static_cast<std::size_t>(o)] = ordering_initial(me, o);
     w.fence();
-    std::deque<one_am> ams = make_ams(me, job.smalls);
+    std::deque<one_am> ams = ordering_make_ams(me, job.smalls);
     for (one_am& a : ams) {
         const std::size_t per = a.in.size() / a.out.size();
         w.am(ops[a.op], target, std::span<const u64>(a.in), per, std::span<u64>(a.out), 1,
              a.out.size(), static_cast<std::size_t>(me), 1);
     }
     w.fence();
-    u64 x = initial(target, me);
+    u64 x = ordering_initial(target, me);
     const auto want = sequential(ams, x, job.commutative);
     for (std::size_t i = 0; i < ams.size(); ++i) {
         EXPECT_EQ(ams[i].out, want[i]) << rank_name(me) << ": output of AM " << i << " ("
                                        << (ams[i].large ? "large" : "small") << ")";
     }
     // My left neighbour's updates of my slot for it.
-    u64 y = initial(me, left);
-    std::deque<one_am> theirs = make_ams(left, job.smalls);
+    u64 y = ordering_initial(me, left);
+    std::deque<one_am> theirs = ordering_make_ams(left, job.smalls);
     sequential(theirs, y, job.commutative);
     EXPECT_EQ(slots[static_cast<std::size_t>(left)], y)
         << rank_name(me) << ": the updates of rank " << left << " differ from the sequential ones";
@@ -233,7 +234,7 @@ void queue_job(am::context& ctx) {
     const int n = ctx.size(), me = ctx.rank();
     const int right = (me + 1) % n, left = (me + n - 1) % n;
     am::window_info info;
-    info.internal_buffer = internal;
+    info.internal_buffer = ordering_internal;
     am::window w = am::window::allocate(ctx, queue_slots * sizeof(u64), info);
     const op_t op = w.register_op<u64, u64, u64>("horner31", horner<31>);
     std::vector<std::byte> attached(4 << 10);

@@ -41,7 +41,7 @@ void accumulate(const am::window_args<u64, u64, u64>& a) {
     }
 }
 
-struct one_am {
+struct origin_am {
     int target;
     std::size_t nseg, in_per, out_per;
     std::vector<u64> in, out;
@@ -58,13 +58,13 @@ void init_window(std::span<std::byte> mem, int rank) {
 }
 
 // The AMs of `origin` to the targets `pick` accepts, in issue order (same on every rank).
-std::deque<one_am> plan(int origin, int n, std::uint64_t seed,
-                        const std::function<bool(int)>& pick) {
+std::deque<origin_am> plan(int origin, int n, std::uint64_t seed,
+                           const std::function<bool(int)>& pick) {
     rng r{mix(seed ^ static_cast<u64>(origin))};
-    std::deque<one_am> v;
+    std::deque<origin_am> v;
     for (int rep = 0; rep < 3; ++rep) {
         for (int t = 0; t < n; ++t) {
-            one_am a{t, r.between(1, 12), r.between(1, 8), r.between(1, 4), {}, {}};
+            origin_am a{t, r.between(1, 12), r.between(1, 8), r.between(1, 4), {}, {}};
             a.in.resize(a.nseg * a.in_per);
             a.out.assign(a.nseg * a.out_per, 0);
             fill_values(a.in, r.next());
@@ -75,7 +75,7 @@ std::deque<one_am> plan(int origin, int n, std::uint64_t seed,
 }
 
 // The sequential effect of `a` on the target's simulated window, and its outputs.
-std::vector<u64> reference(const one_am& a, std::vector<u64>& mem) {
+std::vector<u64> reference(const origin_am& a, std::vector<u64>& mem) {
     std::vector<u64> out(a.out.size());
     for (std::size_t s = 0; s < a.nseg; ++s) {
         for (std::size_t j = 0; j < a.in_per; ++j)
@@ -98,8 +98,8 @@ run_counts epoch(am::window& w, am::window_op<u64, u64, u64> op, unsigned next,
     am::context& ctx = w.ctx();
     const int n = ctx.size(), me = ctx.rank();
     const am::window_stats before = w.stats();
-    std::deque<one_am> ams = plan(me, n, seed, pick);
-    for (one_am& a : ams) {
+    std::deque<origin_am> ams = plan(me, n, seed, pick);
+    for (origin_am& a : ams) {
         w.am(op, a.target, std::span<const u64>(a.in), a.in_per, std::span<u64>(a.out), a.out_per,
              a.nseg, 0, ro + acc);
     }
@@ -120,7 +120,7 @@ std::vector<u64> expected_window(int me, int n, std::uint64_t seed,
     std::vector<u64> mem(ro + acc);
     init_window(std::as_writable_bytes(std::span(mem)), me);
     for (int o = 0; o < n; ++o) {
-        for (const one_am& a : plan(o, n, seed, [&](int t) { return t == me && pick(o, t); })) {
+        for (const origin_am& a : plan(o, n, seed, [&](int t) { return t == me && pick(o, t); })) {
             reference(a, mem);
         }
     }
@@ -189,10 +189,10 @@ void origin_lock_all_job(am::context& ctx) {
     init_window(w.memory(), me);
     ctx.barrier();
     const auto all = [](int) { return true; };
-    std::deque<one_am> ams = plan(me, n, 3, all);
+    std::deque<origin_am> ams = plan(me, n, 3, all);
     std::size_t near_ams = 0;
     w.lock_all(am::epoch_assert::concurrent);
-    for (one_am& a : ams) {
+    for (origin_am& a : ams) {
         w.am(op, a.target, std::span<const u64>(a.in), a.in_per, std::span<u64>(a.out), a.out_per,
              a.nseg, 0, ro + acc);
         if (same_node(me, a.target)) ++near_ams;

@@ -253,7 +253,7 @@ void reference_run(const am_plan& a, std::span<std::byte> mem, typed_buffers<In,
     scatter(std::span<Out>(b.want), a.out_l, std::span<const Out>(packed_out), a.nseg);
 }
 
-void reference(const am_plan& a, std::span<std::byte> mem, buffers& b) {
+void random_reference(const am_plan& a, std::span<std::byte> mem, buffers& b) {
     switch (a.op) {
         case op_kind::fetch_add:
             reference_run<std::uint32_t, std::uint64_t, std::uint64_t>(a, mem, std::get<0>(b),
@@ -309,7 +309,7 @@ ops register_ops(am::window& w, std::atomic<std::uint64_t>& bad) {
     return o;
 }
 
-void issue(am::window& w, const ops& o, const am_plan& a, buffers& b) {
+void random_issue(am::window& w, const ops& o, const am_plan& a, buffers& b) {
     const am::am_options opt{a.unit};
     switch (a.op) {
         case op_kind::fetch_add: {
@@ -377,7 +377,7 @@ totals run_epoch(am::context& ctx, am::window& w, const ops& o, const job_option
     totals t;
     for (const am_plan& a : mine) {
         bufs.push_back(make_buffers(a));
-        issue(w, o, a, bufs.back());
+        random_issue(w, o, a, bufs.back());
         ++t.ams;
         t.segments += a.nseg;
         if (segment_stage(a) > opt.info.internal_buffer) t.too_big += a.nseg;
@@ -389,7 +389,7 @@ totals run_epoch(am::context& ctx, am::window& w, const ops& o, const job_option
         for (std::size_t i = 0; i < plan.size(); ++i) {
             buffers scratch = make_buffers(plan[i]);
             buffers& b = origin == me ? bufs[i] : scratch;
-            reference(plan[i], sim[static_cast<std::size_t>(plan[i].target)], b);
+            random_reference(plan[i], sim[static_cast<std::size_t>(plan[i].target)], b);
         }
     }
     for (std::size_t i = 0; i < mine.size(); ++i) {
@@ -401,7 +401,7 @@ totals run_epoch(am::context& ctx, am::window& w, const ops& o, const job_option
     const auto& want = sim[static_cast<std::size_t>(me)];
     EXPECT_EQ(first_difference(w.memory(), want), -1)
         << rank_name(me) << " epoch " << e << ": first byte of the window that differs from the "
-        << "reference";
+        << "random_reference";
     ctx.barrier();  // nobody starts the next epoch's AMs before every rank has checked
     return t;
 }

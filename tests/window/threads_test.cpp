@@ -21,7 +21,7 @@ using op_t = am::window_op<u64, u64, u64>;
 constexpr int threads = 4;
 
 // x = x·31 + v over the segment; the output is x after it.
-void horner(const am::window_args<u64, u64, u64>& a) {
+void threads_horner(const am::window_args<u64, u64, u64>& a) {
     if (a.persistent.size() != 1) return;
     for (std::size_t i = 0; i < a.num_segments; ++i) {
         for (u64 v : a.in(i)) a.persistent[0] = a.persistent[0] * 31 + v;
@@ -40,7 +40,7 @@ int ams_per_target(int n) {
 }
 
 // The AMs thread `t` of `origin` issues in `epoch`, in order.
-std::deque<thread_am> plan(int origin, int t, int epoch, int n) {
+std::deque<thread_am> threads_plan(int origin, int t, int epoch, int n) {
     rng r{mix(static_cast<u64>(origin) << 32 ^ static_cast<u64>(t) << 8 ^ static_cast<u64>(epoch))};
     std::deque<thread_am> v;
     for (int i = 0; i < ams_per_target(n); ++i) {
@@ -59,7 +59,7 @@ std::size_t slot_of(int origin, int t) {
     return static_cast<std::size_t>(origin) * threads + static_cast<std::size_t>(t);
 }
 
-u64 initial(int target, std::size_t slot) {
+u64 threads_initial(int target, std::size_t slot) {
     return mix(static_cast<u64>(target) << 24 | slot);
 }
 
@@ -81,21 +81,23 @@ void threads_job(am::context& ctx) {
     const int n = ctx.size(), me = ctx.rank();
     const std::size_t nslots = static_cast<std::size_t>(n) * threads;
     am::window w = am::window::allocate(ctx, nslots * sizeof(u64));
-    const op_t op = w.register_op<u64, u64, u64>("horner", horner);
-    for (std::size_t s = 0; s < nslots; ++s) as_u64(w.memory())[s] = initial(me, s);
+    const op_t op = w.register_op<u64, u64, u64>("threads_horner", threads_horner);
+    for (std::size_t s = 0; s < nslots; ++s) as_u64(w.memory())[s] = threads_initial(me, s);
     // x[origin][thread][target]: the reference slots.
     std::vector<std::vector<u64>> x(nslots, std::vector<u64>(static_cast<std::size_t>(n)));
     for (int o = 0; o < n; ++o) {
         for (int t = 0; t < threads; ++t) {
             for (int target = 0; target < n; ++target) {
-                x[slot_of(o, t)][static_cast<std::size_t>(target)] = initial(target, slot_of(o, t));
+                x[slot_of(o, t)][static_cast<std::size_t>(target)] =
+                    threads_initial(target, slot_of(o, t));
             }
         }
     }
     w.fence();
     for (int epoch = 0; epoch < 2; ++epoch) {
         std::vector<std::deque<thread_am>> ams(threads);
-        for (int t = 0; t < threads; ++t) ams[static_cast<std::size_t>(t)] = plan(me, t, epoch, n);
+        for (int t = 0; t < threads; ++t)
+            ams[static_cast<std::size_t>(t)] = threads_plan(me, t, epoch, n);
         std::vector<std::thread> pool;
         for (int t = 0; t < threads; ++t) {
             pool.emplace_back([&, t] {
@@ -112,7 +114,7 @@ void threads_job(am::context& ctx) {
                 if (o == me) {
                     replay(ams[static_cast<std::size_t>(t)], x[slot_of(o, t)], true, me);
                 } else {
-                    replay(plan(o, t, epoch, n), x[slot_of(o, t)], false, me);
+                    replay(threads_plan(o, t, epoch, n), x[slot_of(o, t)], false, me);
                 }
             }
         }
@@ -147,7 +149,7 @@ void concurrent_threads_job(am::context& ctx) {
     const op_t op = w.register_op<u64, u64, u64>("add_atomic", add_atomic);
     w.fence(am::epoch_assert::concurrent);
     std::vector<std::deque<thread_am>> ams(threads);
-    for (int t = 0; t < threads; ++t) ams[static_cast<std::size_t>(t)] = plan(me, t, 7, n);
+    for (int t = 0; t < threads; ++t) ams[static_cast<std::size_t>(t)] = threads_plan(me, t, 7, n);
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
         pool.emplace_back([&, t] {
@@ -174,7 +176,7 @@ void concurrent_threads_job(am::context& ctx) {
     u64 total = 0;
     for (int o = 0; o < n; ++o) {
         for (int t = 0; t < threads; ++t) {
-            for (const thread_am& a : plan(o, t, 7, n)) {
+            for (const thread_am& a : threads_plan(o, t, 7, n)) {
                 if (a.target != me) continue;
                 for (u64 v : a.in) total += v;
             }
