@@ -401,7 +401,7 @@ totals run_epoch(am::context& ctx, am::window& w, const ops& o, const job_option
     const auto& want = sim[static_cast<std::size_t>(me)];
     EXPECT_EQ(first_difference(w.memory(), want), -1)
         << rank_name(me) << " epoch " << e << ": first byte of the window that differs from the "
-        << "random_reference";
+        << "reference";
     ctx.barrier();  // nobody starts the next epoch's AMs before every rank has checked
     return t;
 }
