@@ -38,7 +38,7 @@ static int am_to(int target, MPI_Aint disp, int count, MPI_Op op, MPI_Win win) {
 }
 
 static void type_errors(MPI_Op op, MPI_Win win) {
-    double din[ABS_N];
+    double din[ABS_N] = {0};
     /* origin doubles, target ints */
     EXPECT_CLASS(MPIX_Am(din, ABS_N, MPI_DOUBLE, out, ABS_N, MPI_INT, 1, 0, MPI_INT, 0, ABS_N,
                          MPI_INT, MPI_INT, op, win),
