@@ -128,7 +128,8 @@ struct segment_layout {
     static segment_layout indexed(std::vector<block> blocks, std::size_t extent = 0);
     /// Elements of one segment.
     [[nodiscard]] std::size_t elements() const noexcept;
-    /// Elements of the buffer that `n` segments span (0 for n = 0).
+    /// Elements of the buffer that `n` segments span (0 for n = 0; SIZE_MAX when that many
+    /// elements do not fit in a std::size_t, so no buffer holds them).
     [[nodiscard]] std::size_t span_of(std::size_t n) const noexcept;
 };
 
@@ -318,8 +319,8 @@ class window {
         d.output = reinterpret_cast<std::byte*>(output.data());
         d.output_layout = detail::to_bytes(out_layout, sizeof(Out));
         d.num_segments = num_segments;
-        d.persistent_disp = disp * sizeof(P);
-        d.persistent_bytes = count * sizeof(P);
+        d.persistent_disp = persistent_bytes(disp, sizeof(P), "start");
+        d.persistent_bytes = persistent_bytes(count, sizeof(P), "length");
         d.pipeline_unit = opt.pipeline_unit;
         d.input_elem = sizeof(In);
         d.output_elem = sizeof(Out);
@@ -372,6 +373,7 @@ class window {
     void check_op(std::uint64_t window_id, const char* call) const;
     void check_span(std::size_t have, const segment_layout& l, std::size_t n,
                     const char* what) const;
+    std::size_t persistent_bytes(std::size_t elements, std::size_t elem, const char* what) const;
     std::unique_ptr<detail::window_state> _s;
 };
 

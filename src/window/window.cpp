@@ -9,6 +9,7 @@
 #include <am/core/layer.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 
@@ -96,9 +97,16 @@ std::size_t segment_layout::span_of(std::size_t n) const noexcept {
     if (n == 0) return 0;
     std::size_t end = 0;
     for (const block& b : blocks) {
-        if (b.count > 0) end = std::max(end, b.offset + b.count);
+        std::size_t block_end = 0;
+        if (b.count == 0) continue;
+        if (__builtin_add_overflow(b.offset, b.count, &block_end)) return SIZE_MAX;
+        end = std::max(end, block_end);
     }
-    return (n - 1) * extent + end;
+    std::size_t span = 0;
+    if (__builtin_mul_overflow(n - 1, extent, &span) || __builtin_add_overflow(span, end, &span)) {
+        return SIZE_MAX;
+    }
+    return span;
 }
 
 namespace detail {
@@ -222,12 +230,30 @@ void window::check_op(std::uint64_t window_id, const char* call) const {
 void window::check_span(std::size_t have, const segment_layout& l, std::size_t n,
                         const char* what) const {
     const std::size_t need = l.span_of(n);
+    if (need == SIZE_MAX) {
+        util::fail(errc::invalid_argument, "am::window::am", _s->ctx().rank(),
+                   std::string("the ") + what + " layout: " + std::to_string(n) +
+                       " segments of extent " + std::to_string(l.extent) +
+                       " elements span more elements than a buffer can hold (SIZE_MAX)");
+    }
     if (have < need) {
         util::fail(errc::invalid_argument, "am::window::am", _s->ctx().rank(),
                    std::string("the ") + what + " buffer holds " + std::to_string(have) +
                        " elements but " + std::to_string(n) + " segments of its layout span " +
                        std::to_string(need));
     }
+}
+
+std::size_t window::persistent_bytes(std::size_t elements, std::size_t elem,
+                                     const char* what) const {
+    std::size_t bytes = 0;
+    if (__builtin_mul_overflow(elements, elem, &bytes)) {
+        util::fail(errc::out_of_segment, "am::window::am", _s->ctx().rank(),
+                   std::string("the persistent range's ") + what + " of " +
+                       std::to_string(elements) + " elements of " + std::to_string(elem) +
+                       " bytes is beyond any window (more than SIZE_MAX bytes)");
+    }
+    return bytes;
 }
 
 void window::am_bytes(const am_desc& d) {

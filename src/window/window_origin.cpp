@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 
 namespace am::detail {
 
@@ -54,6 +55,13 @@ void window_state::check_desc(const am_desc& d, const char* call) const {
                  " bytes is not N target elements of " + std::to_string(d.input_elem) +
                  " bytes, or an output segment of " + std::to_string(out_seg) + " bytes not N of " +
                  std::to_string(d.output_elem));
+    }
+    if (d.num_segments > 0 &&
+        (in_seg > SIZE_MAX / d.num_segments || out_seg > SIZE_MAX / d.num_segments)) {
+        fail(errc::invalid_argument, call,
+             std::to_string(d.num_segments) + " segments of " + std::to_string(in_seg) +
+                 " input and " + std::to_string(out_seg) +
+                 " output bytes are more than SIZE_MAX bytes");
     }
     if (d.num_segments > 0 &&
         ((in_seg > 0 && d.input == nullptr) || (out_seg > 0 && d.output == nullptr))) {

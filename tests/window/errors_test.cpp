@@ -101,10 +101,18 @@ void bad_arguments_job(am::context& ctx) {
     // Persistent ranges that end past the target's window (in elements of 8 bytes).
     const std::size_t elems = size / sizeof(u64);
     for (const auto& [disp, count] : std::vector<std::pair<std::size_t, std::size_t>>{
-             {elems, 1}, {elems - 1, 2}, {0, elems + 1}, {SIZE_MAX / 8, 2}}) {
+             {elems, 1},
+             {elems - 1, 2},
+             {0, elems + 1},
+             {SIZE_MAX / 8, 2},
+             {0, SIZE_MAX / 8 + 1},  // count × 8 bytes wrapped to 0 (issue 36)
+             {SIZE_MAX / 8 + 1, 1},  // disp × 8 bytes wrapped to 0
+             {0, SIZE_MAX}}) {
         SCOPED_TRACE("persistent [" + std::to_string(disp) + ", +" + std::to_string(count) + ")");
+        const bool wraps = disp > SIZE_MAX / 8 || count > SIZE_MAX / 8;
         expect_error([&] { w.am(op, right, ins, 1, outs, 1, 1, disp, count); },
-                     am::errc::out_of_segment, {"am::window::am", who, std::to_string(size)});
+                     am::errc::out_of_segment,
+                     {"am::window::am", who, wraps ? "SIZE_MAX" : std::to_string(size)});
     }
     ok.issue();
     // Buffers too small: 3 segments of 2 input and 2 output elements need 6 each; strided
@@ -119,6 +127,19 @@ void bad_arguments_job(am::context& ctx) {
                  am::segment_layout::strided(1, 1, 3), 3, 0, 1);
         },
         am::errc::invalid_argument, {"am::window::am", who, "output"});
+    // Segments whose span wraps around size_t (8 of 2^61 + 1 elements spanned 8 elements, and
+    // the operation saw 1 per segment; issue 36).
+    const std::size_t huge = (std::size_t{1} << 61) + 1;
+    expect_error([&] { w.am(op, right, ins, huge, outs, 1, 8, 0, 1); }, am::errc::invalid_argument,
+                 {"am::window::am", who, "input", "SIZE_MAX"});
+    expect_error([&] { w.am(op, right, ins, 1, outs, huge, 8, 0, 1); }, am::errc::invalid_argument,
+                 {"am::window::am", who, "output", "SIZE_MAX"});
+    expect_error(
+        [&] {
+            w.am(op, right, ins, am::segment_layout::indexed({{SIZE_MAX - 1, 2}}), outs,
+                 am::segment_layout::contiguous(1), 1, 0, 1);
+        },
+        am::errc::invalid_argument, {"am::window::am", who, "input", "SIZE_MAX"});
     ok.issue();
     // Target ranks outside [0, n).
     for (int bad : {n, n + 1, -1, INT_MAX}) {
@@ -336,6 +357,10 @@ void bytes_job(am::context& ctx) {
     bad.output_elem = 3;  // 4 bytes are not N elements of 3
     expect_error([&] { w.am_bytes(bad); }, am::errc::invalid_argument,
                  {"am::window::am", rank_name(me), "4"});
+    bad = d;
+    bad.num_segments = SIZE_MAX / 4;  // of 6 input bytes each: more than SIZE_MAX bytes
+    expect_error([&] { w.am_bytes(bad); }, am::errc::invalid_argument,
+                 {"am::window::am", rank_name(me), "SIZE_MAX"});
     w.am_bytes(d);
     w.fence();
     const auto p = static_cast<std::byte>(0x40 + right);
