@@ -8,7 +8,8 @@
 # output names any test that failed, "[  FAILED  ]"); tests whose names match OWN_PROCESS
 # get a job each, named as the threads and shm tests are: those that need MPI initialised at
 # MPI_THREAD_MULTIPLE (progress threads, thread-multiple ranks, suites named *_threads), since
-# the first test of a process fixes MPI's thread level for all that follow. They pass when mpiexec exits 0.
+# the first test of a process fixes MPI's thread level for all that follow. They pass when
+# mpiexec exits 0.
 # Inputs: EXE, OUT, LAYER, TIMEOUT, TIMEOUT_LARGE (ranks > 16), LABELS, ENVIRONMENT
 # (lists separated by '|'); for mpi tests MPIEXEC, MPIEXEC_NUMPROC_FLAG, MPIEXEC_FLAGS
 # (after the process count), MPI_ENVIRONMENT (added last), MPI_TIMEOUT (per job, plus a
@@ -84,6 +85,21 @@ function(emit_test name command timeout tlabels tenvironment processors shm shar
   set(script "${script}${out})\n" PARENT_SCOPE)
 endfunction()
 
+# An mpi test, one GoogleTest test or a shared job: labels mpi and its variant, the MPI
+# environment, 2 ranks per core (oversubscribed, not swamped), the /dev/shm check. (A macro:
+# emit_test appends to this scope's `script` and `seen`.)
+macro(emit_mpi_test name np variant filter timeout shared)
+  set(_labels ${labels} mpi)
+  if(NOT "${variant}" STREQUAL "mpi")
+    list(APPEND _labels ${variant})
+  endif()
+  set(_environment ${environment} ${mpi_environment})
+  math(EXPR _processors "(${np} + 1) / 2")
+  mpi_command(_command ${np} "${filter}")
+  emit_test("${name}" "${_command}" ${timeout} "${_labels}" "${_environment}" ${_processors}
+            TRUE ${shared})
+endmacro()
+
 set(suite "")
 set(mpi_jobs "")
 foreach(line IN LISTS lines)
@@ -122,17 +138,10 @@ foreach(line IN LISTS lines)
         set(job_${variant}_${np} "")
       endif()
       list(APPEND job_${variant}_${np} "${filter}")
-      continue()
+    else()
+      emit_mpi_test("${name}" ${np} ${variant} "${filter}" ${MPI_TIMEOUT} FALSE)
     endif()
-    list(APPEND tlabels mpi)
-    if(NOT variant STREQUAL "mpi")
-      list(APPEND tlabels ${variant})
-    endif()
-    set(timeout ${MPI_TIMEOUT})
-    list(APPEND tenvironment ${mpi_environment})
-    set(shm TRUE)
-    math(EXPR processors "(${np} + 1) / 2")  # 2 ranks per core: oversubscribed, not swamped
-    mpi_command(command ${np} "${filter}")
+    continue()
   elseif(test MATCHES "^([^/]+)/(threads|shm)_np([0-9]+)$")
     set(name "am.${LAYER}.${fixture}_${CMAKE_MATCH_1}.${CMAKE_MATCH_2}.np${CMAKE_MATCH_3}")
     list(APPEND tlabels ${CMAKE_MATCH_2})
@@ -158,16 +167,9 @@ foreach(job IN LISTS mpi_jobs)
   set(tests ${job_${variant}_${np}})
   list(LENGTH tests ntests)
   list(JOIN tests ":" filter)
-  set(tlabels ${labels} mpi)
-  if(NOT variant STREQUAL "mpi")
-    list(APPEND tlabels ${variant})
-  endif()
   math(EXPR timeout "${MPI_TIMEOUT} + ${ntests} * ${TIMEOUT} / 4")
-  math(EXPR processors "(${np} + 1) / 2")
-  set(tenvironment ${environment} ${mpi_environment})
-  mpi_command(command ${np} "${filter}")
-  emit_test("am.${LAYER}.${binary}.${variant}.np${np}" "${command}" ${timeout} "${tlabels}"
-            "${tenvironment}" ${processors} TRUE TRUE)
+  emit_mpi_test("am.${LAYER}.${binary}.${variant}.np${np}" ${np} ${variant} "${filter}"
+                ${timeout} TRUE)
 endforeach()
 
 list(LENGTH seen count)
