@@ -246,12 +246,12 @@ void window::check_span(std::size_t have, const segment_layout& l, std::size_t n
 
 std::size_t window::persistent_bytes(std::size_t elements, std::size_t elem,
                                      const char* what) const {
-    std::size_t bytes = 0;
-    if (__builtin_mul_overflow(elements, elem, &bytes)) {
+    const std::size_t bytes = detail::bytes_of(elements, elem);  // SIZE_MAX if it overflows
+    if (bytes == SIZE_MAX) {
         util::fail(errc::out_of_segment, "am::window::am", _s->ctx().rank(),
                    std::string("the persistent range's ") + what + " of " +
                        std::to_string(elements) + " elements of " + std::to_string(elem) +
-                       " bytes is beyond any window (more than SIZE_MAX bytes)");
+                       " bytes is beyond any window (SIZE_MAX bytes or more)");
     }
     return bytes;
 }
