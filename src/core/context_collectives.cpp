@@ -16,13 +16,11 @@ void context_impl::idle(unsigned& backoff) {
     util::backoff(backoff, _tp.spin_limit());
 }
 
-void context_impl::barrier() {
-    if (in_handler()) {
-        fail(errc::bad_context, "am::context::barrier", _rank, "called from a handler");
-    }
+void context_impl::barrier(transport::coll kind, const char* call) {
+    if (in_handler()) fail(errc::bad_context, call, _rank, "called from a handler");
     const trace_span span(trace(), trace_kind::wait,
                           static_cast<std::uint32_t>(trace_cause::barrier));
-    check_tables();
+    check_tables(kind);
 }
 
 void context_impl::allgather(transport::coll kind, const void* in, void* out, std::size_t bytes,
@@ -47,7 +45,7 @@ void context_impl::allreduce_sum(transport::coll kind, const std::uint64_t* in, 
     _tp.allreduce_sum(kind, in, out, n, idle);
 }
 
-void context_impl::check_tables() {
+void context_impl::check_tables(transport::coll kind) {
     struct digest {
         std::uint64_t count, hash;
     };
@@ -70,8 +68,7 @@ void context_impl::check_tables() {
         if (!same) _sealed.store(before, std::memory_order_relaxed);
     };
     _tp.allgather(
-        transport::coll::handshake, &mine, all.data(), sizeof mine, [this] { return poll(); },
-        check);
+        kind, &mine, all.data(), sizeof mine, [this] { return poll(); }, check);
     if (!same) report_mismatch(static_cast<std::uint32_t>(most));
 }
 

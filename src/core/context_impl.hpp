@@ -80,7 +80,8 @@ class context_impl final : public transport::message_sink {
     [[gnu::always_inline]] inline void deliver_inline(int source, unsigned lane, std::byte* msg,
                                                       std::size_t len);
     friend struct dispatch_limits;
-    void barrier();
+    void barrier(transport::coll kind = transport::coll::handshake,
+                 const char* call = "am::context::barrier");
     /// Collective exchange of `bytes` per rank (≤ the transport's gather limit); polls while
     /// it waits. Not callable from a handler. `kind` names the operation to the other ranks
     /// (a rank in another collective fails the job, see transport::coll).
@@ -202,7 +203,7 @@ class context_impl final : public transport::message_sink {
     void trace_gather(const std::string& mine, const char* call);
     static void trace_chunk(void* obj, token& t, const std::uint64_t* args, std::byte* payload,
                             std::size_t len);
-    void check_tables();
+    void check_tables(transport::coll kind);
     void check_thread_slow(const char* call) const;
     [[noreturn]] void report_mismatch(std::uint32_t max_count);
     struct entry_label {

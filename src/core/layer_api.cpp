@@ -15,7 +15,19 @@ detail::context_impl& core_of(const context& ctx) noexcept {
 }
 
 transport::coll to_coll(collective kind) noexcept {
-    return kind == collective::exchange ? transport::coll::exchange : transport::coll::epoch_end;
+    switch (kind) {
+        case collective::exchange:
+            return transport::coll::exchange;
+        case collective::epoch_end:
+            return transport::coll::epoch_end;
+        case collective::window_fence:
+            return transport::coll::window_fence;
+        case collective::window_free:
+            return transport::coll::window_free;
+        case collective::tam_run:
+            return transport::coll::tam_run;
+    }
+    return transport::coll::epoch_end;
 }
 
 }  // namespace
@@ -86,6 +98,10 @@ void work_available(context& ctx, bool yes) noexcept {
     core_of(ctx).work_available(yes);
 }
 
+void barrier(context& ctx, collective kind, const char* call) {
+    core_of(ctx).check_thread(call);
+    core_of(ctx).barrier(to_coll(kind), call);
+}
 void allgather(context& ctx, collective kind, const void* in, void* out, std::size_t bytes,
                const char* call) {
     core_of(ctx).allgather(to_coll(kind), in, out, bytes, call);

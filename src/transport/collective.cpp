@@ -62,6 +62,12 @@ const char* to_string(coll kind) noexcept {
             return "the start of am::run";
         case coll::trace:
             return "am::context::trace_start / trace_stop";
+        case coll::window_fence:
+            return "am::window::fence";
+        case coll::window_free:
+            return "am::window::free";
+        case coll::tam_run:
+            return "am::tam::run";
     }
     return "an unknown collective";
 }

@@ -44,6 +44,9 @@ enum class coll : std::uint8_t {
     end_of_run,        // am::run: the quiescence after the rank function returned
     start_of_run,      // am::run: a launched rank joins the others (shm under amrun)
     trace,             // am::context::trace_start / trace_stop (AM_TRACE)
+    window_fence,      // am::window::fence: the barrier in it (handler-table digests)
+    window_free,       // am::window::free: the barrier in it (handler-table digests)
+    tam_run,           // am::tam::run: a round of its termination detector
 };
 
 /// The call a collective kind belongs to, as the program sees it.

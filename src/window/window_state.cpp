@@ -116,7 +116,9 @@ void window_state::free() {
         if (e.code() != errc::too_large) throw;
         late = std::current_exception();
     }
-    _ctx.barrier();  // every AM to this rank has completed too: its origin flushed before
+    // Every AM to this rank has completed too: its origin flushed before. A rank in another
+    // collective (a plain barrier, a fence) fails the job naming both calls.
+    core::barrier(_ctx, core::collective::window_free, call);
     _layer.retire(stats());
     _layer.remove(_id);
     _freed = true;
@@ -262,7 +264,7 @@ void window_state::fence(unsigned assert) {
         late = std::current_exception();
     }
     full_fence();
-    _ctx.barrier();
+    core::barrier(_ctx, core::collective::window_fence, call);
     full_fence();
     util::maybe_lock g(_m, _locking);
     _fence_open = (assert& epoch_assert::nosucceed) == 0;

@@ -9,9 +9,12 @@
 //   quiesce_vs_barrier rank 0 calls quiesce() while the others call barrier()
 //   straggler          rank 1 stops polling for 8 s while the others end an epoch; run with
 //                      AM_EPOCH_TIMEOUT=1, the diagnosis must name rank 1
+//   fence_vs_barrier   rank 0 calls am::window::fence while the others call barrier()
+//   free_vs_fence      rank 0 calls am::window::free while the others call fence
 //   matched            every rank makes the same sequence of different collectives (epochs,
 //                      barriers, quiesce, exchange): must succeed
 #include <am/am.hpp>
+#include <am/window.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -39,6 +42,29 @@ void quiesce_vs_barrier(am::context& ctx) {
         ctx.quiesce();
     } else {
         ctx.barrier();
+    }
+    std::printf("collective_prog: rank %d passed a mismatched collective\n", ctx.rank());
+}
+
+// The barrier in a fence or free is a collective of its own kind: matching it with a plain
+// barrier (or a fence with a free) would let the ranks run on with the window in different
+// states.
+void fence_vs_barrier(am::context& ctx) {
+    am::window w = am::window::allocate(ctx, 64);
+    if (ctx.rank() == 0) {
+        w.fence();
+    } else {
+        ctx.barrier();
+    }
+    std::printf("collective_prog: rank %d passed a mismatched collective\n", ctx.rank());
+}
+
+void free_vs_fence(am::context& ctx) {
+    am::window w = am::window::allocate(ctx, 64);
+    if (ctx.rank() == 0) {
+        w.free();
+    } else {
+        w.fence();
     }
     std::printf("collective_prog: rank %d passed a mismatched collective\n", ctx.rank());
 }
@@ -79,13 +105,15 @@ int main(int argc, char** argv) {
     void (*body)(am::context&) = mode == "extra_epoch"          ? extra_epoch
                                  : mode == "missing_barrier"    ? missing_barrier
                                  : mode == "quiesce_vs_barrier" ? quiesce_vs_barrier
+                                 : mode == "fence_vs_barrier"   ? fence_vs_barrier
+                                 : mode == "free_vs_fence"      ? free_vs_fence
                                  : mode == "straggler"          ? straggler
                                  : mode == "matched"            ? matched
                                                                 : nullptr;
     if (body == nullptr) {
         std::fprintf(stderr,
                      "usage: collective_prog extra_epoch|missing_barrier|quiesce_vs_barrier|"
-                     "straggler|matched\n");
+                     "fence_vs_barrier|free_vs_fence|straggler|matched\n");
         return 2;
     }
     return am::run(argc, argv, [&](am::context& ctx) { body(ctx); });

@@ -133,9 +133,16 @@ void work_available(context& ctx, bool yes) noexcept;
 /// The collectives a layer starts. Every rank must start the same kind at the same point;
 /// a rank in another collective fails the job naming both (errc::collective_mismatch).
 enum class collective : std::uint8_t {
-    exchange,   // am::context::exchange
-    epoch_end,  // am::epoch::end: a round of the termination detector
+    exchange,      // am::context::exchange
+    epoch_end,     // am::epoch::end: a round of the termination detector
+    window_fence,  // am::window::fence
+    window_free,   // am::window::free
+    tam_run,       // am::tam::run: a round of its termination detector
 };
+/// am::context::barrier as collective `kind` (window_fence, window_free): the same handshake
+/// of handler tables, but a rank in a plain barrier or another kind fails the job naming both
+/// calls. Not from a handler.
+void barrier(context& ctx, collective kind, const char* call);
 /// Exchange of `bytes` per rank (at most 1 KiB) into `out` (size × bytes), rank order; polls
 /// while it waits. Not from a handler.
 void allgather(context& ctx, collective kind, const void* in, void* out, std::size_t bytes,
