@@ -29,10 +29,10 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/amConfig.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/am)
 
 # With MPI, consumers of the static library also link MPI and see <mpi.h> (am/mpi.hpp).
-set(AM_PC_CFLAGS "")
+set(AM_PC_CFLAGS "${AM_STACK_CLASH_FLAG}")
 set(AM_PC_LIBS "")
 if(AM_HAVE_MPI)
-  set(AM_PC_CFLAGS "-DAM_HAVE_MPI=1 -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1")
+  string(APPEND AM_PC_CFLAGS " -DAM_HAVE_MPI=1 -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1")
   foreach(_dir IN LISTS MPI_C_INCLUDE_DIRS)
     string(APPEND AM_PC_CFLAGS " -I${_dir}")
   endforeach()

@@ -30,3 +30,21 @@ if(_am_assert STREQUAL "auto")
 elseif(AM_ASSERT)
   target_compile_definitions(am_private INTERFACE AM_ENABLE_ASSERT=1)
 endif()
+
+# Stack-clash protection (-fstack-clash-protection): a function whose frame (a large local, an
+# alloca) spans more than a page touches every page of it in order, so a frame that overflows
+# an optimistic handler's stack faults in the 1 MiB guard gap below it whatever its size,
+# instead of skipping the gap and writing into the stack mapped below (src/oam/stack.cpp).
+# Optimistic handlers are the user's code, so the flag is part of the am::am target's usage
+# requirements and of am.pc's Cflags (AM_STACK_CLASH_PROTECTION=OFF leaves users' flags alone;
+# frames up to 1 MiB are caught either way). Debian's GCC does not turn it on by default.
+option(AM_STACK_CLASH_PROTECTION
+       "Compile the library and, through am::am and am.pc, its users with -fstack-clash-protection"
+       ON)
+include(CheckCXXCompilerFlag)
+check_cxx_compiler_flag(-fstack-clash-protection AM_HAVE_STACK_CLASH_PROTECTION)
+set(AM_STACK_CLASH_FLAG "")
+if(AM_STACK_CLASH_PROTECTION AND AM_HAVE_STACK_CLASH_PROTECTION)
+  set(AM_STACK_CLASH_FLAG -fstack-clash-protection)
+  target_compile_options(am_private INTERFACE ${AM_STACK_CLASH_FLAG})
+endif()

@@ -102,7 +102,8 @@ struct config {
     /// (each peer's own order is kept).
     std::uint64_t faults = 0;
     /// Usable bytes of each stack of an optimistic handler (`AM_OAM_STACK_BYTES`, default
-    /// 64 KiB, at least 16 KiB; rounded up to pages). A guard page lies below each stack.
+    /// 64 KiB, at least 16 KiB; rounded up to pages). A 1 MiB guard gap lies below each stack
+    /// (docs/rpc.md: overflows, -fstack-clash-protection).
     std::size_t oam_stack_bytes = std::size_t{64} << 10;
     /// Most optimistic handlers (and RPCs, continuations) of one rank blocked at once
     /// (`AM_OAM_MAX_THREADS`, default 4096); one more fails with errc::too_large.

@@ -23,7 +23,7 @@
 /// - **Threads.** A blocked handler resumes on a thread that polls its rank: the rank's own
 ///   thread, or its progress thread (config::progress_thread / thread_multiple). Do not keep a
 ///   `thread_local`'s address across a blocking call.
-/// - **Limits.** `config::oam_stack_bytes` per handler stack (a guard page below it turns an
+/// - **Limits.** `config::oam_stack_bytes` per handler stack (a 1 MiB guard gap below it turns an
 ///   overflow into a message naming the handler); `config::oam_max_threads` handlers blocked
 ///   at once per rank (one more is refused with errc::too_large naming the limit).
 /// - **Quiescence.** `quiesce()` and the end of `am::run` wait for blocked handlers to finish.

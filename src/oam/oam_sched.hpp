@@ -23,14 +23,21 @@
 
 namespace am::detail {
 
-/// A stack with a guard page below it (src/oam/stack.cpp).
+/// Bytes of the PROT_NONE gap below every handler stack: larger than any plausible frame, so
+/// an overflowing frame faults in it instead of reaching the stack mapped below
+/// (src/oam/stack.cpp).
+inline constexpr std::size_t oam_guard_bytes = std::size_t{1} << 20;
+
+/// A stack with a guard gap below it (src/oam/stack.cpp).
 struct oam_stack {
-    std::byte* base = nullptr;  // the mapping, guard page first
+    std::byte* base = nullptr;  // the mapping, guard gap first
     std::size_t mapped = 0;
     std::size_t usable = 0;
     [[nodiscard]] std::byte* top() const noexcept { return base + mapped; }
     [[nodiscard]] std::byte* bottom() const noexcept { return base + (mapped - usable); }
 };
+/// `usable` rounded up to whole pages: the usable bytes of a stack asked for with `usable`.
+std::size_t oam_stack_round(std::size_t usable) noexcept;
 oam_stack oam_stack_map(std::size_t usable, int rank);
 void oam_stack_unmap(oam_stack& s) noexcept;
 /// Installs (once per process) the SIGSEGV handler that names the handler whose stack overflowed,
@@ -161,7 +168,9 @@ class oam_sched final : public core::layer {
 };
 
 oam_sched& oam_layer_of(context& ctx, const char* call);
-/// A function's or callable's name out of the compiler's text of type_name / value_name.
+/// A function's or callable's name out of the compiler's text of type_name / value_name: a
+/// part of `pretty` (no allocation, so a signal handler may call it).
+std::string_view oam_readable_view(std::string_view pretty) noexcept;
 std::string oam_readable(std::string_view pretty);
 
 }  // namespace am::detail

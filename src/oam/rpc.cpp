@@ -13,18 +13,22 @@ namespace am::detail {
 
 // The function's name out of the compiler's text of value_name<f>() ("... [with auto V = f;
 // ...]") or of type_name<fn_object_r<f, ...>>(); a registered callable's type otherwise.
-std::string oam_readable(std::string_view pretty) {
+std::string_view oam_readable_view(std::string_view pretty) noexcept {
     if (const auto at = pretty.find("fn_object_r<"); at != std::string_view::npos) {
         const auto rest = pretty.substr(at + 12);
-        return std::string(rest.substr(0, rest.find_first_of(",>")));
+        return rest.substr(0, rest.find_first_of(",>"));
     }
     for (const char* key : {"V = ", "T = "}) {
         if (const auto at = pretty.find(key); at != std::string_view::npos) {
             const auto rest = pretty.substr(at + 4);
-            return std::string(rest.substr(0, rest.find_first_of(";]")));
+            return rest.substr(0, rest.find_first_of(";]"));
         }
     }
-    return std::string(pretty);
+    return pretty;
+}
+
+std::string oam_readable(std::string_view pretty) {
+    return std::string(oam_readable_view(pretty));
 }
 
 std::uint32_t rpc_new_slot() noexcept {

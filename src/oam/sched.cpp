@@ -177,7 +177,7 @@ oam_sched::oam_sched(context& ctx, const config& cfg)
       _ctx(ctx),
       _rank(ctx.rank()),
       _locking(cfg.progress_thread || cfg.thread_multiple),
-      _stack_bytes(std::max<std::size_t>(cfg.oam_stack_bytes, 16 * 1024)),
+      _stack_bytes(oam_stack_round(std::max<std::size_t>(cfg.oam_stack_bytes, 16 * 1024))),
       _max_live(cfg.oam_max_threads),
       _hang_seconds(cfg.oam_hang_seconds),
       _rpc_index(new std::atomic<std::uint32_t>[max_slots]) {

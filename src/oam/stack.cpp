@@ -1,7 +1,19 @@
 // SPDX-License-Identifier: MIT
-// Stacks of optimistic handlers: an mmap'd region with a PROT_NONE guard page below the usable
-// part, and a SIGSEGV handler (on an alternate signal stack) that turns a fault in a guard page
-// into a message naming the handler and its rank before the process dies.
+// Stacks of optimistic handlers: an mmap'd region with a PROT_NONE guard gap below the usable
+// part, and a SIGSEGV handler (on an alternate signal stack) that turns an overflow into a
+// message naming the handler and its rank before the process dies.
+//
+// The gap is 1 MiB (oam_guard_bytes), not one page: a frame larger than the gap that writes
+// only its far end would skip it and land in the stack mapped below — another blocked
+// handler's live frames — and corrupt them silently (issue 36: a 72 KiB local on a 64 KiB
+// stack with a 4 KiB guard did). A frame of up to 1 MiB now faults in the gap whatever it
+// touches; code built with -fstack-clash-protection (the library's own, and users' through
+// the am::am target and am.pc) probes every page of a larger frame, so it faults in the gap
+// too. The gap costs address space only (PROT_NONE, never committed).
+//
+// An overflow is recognised by the faulting address (in the running handler's gap) or by the
+// interrupted stack pointer (below the running handler's stack: the frame moved it there and
+// then faulted anywhere, e.g. beyond the gap or in another mapping's guard).
 #include "oam_sched.hpp"
 
 #include "../util/error.hpp"
@@ -12,8 +24,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <ucontext.h>
+
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -58,17 +73,39 @@ struct line {
     }
 };
 
+// The stack pointer of the interrupted code, or 0 where this file does not know the register.
+std::uintptr_t interrupted_sp(const void* uctx) noexcept {
+    const auto* uc = static_cast<const ucontext_t*>(uctx);
+#if defined(__x86_64__)
+    return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+    return static_cast<std::uintptr_t>(uc->uc_mcontext.sp);
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+// Whether a fault while `f` runs is its stack overflowing: the address lies in its guard gap,
+// or its stack pointer has left its stack downwards (by less than 1 GiB: further is no frame).
+bool is_overflow(const oam_fiber& f, const std::byte* addr, std::uintptr_t sp) noexcept {
+    if (addr >= f.stack.base && addr < f.stack.bottom()) return true;
+    const auto bottom = reinterpret_cast<std::uintptr_t>(f.stack.bottom());
+    return sp != 0 && sp < bottom && bottom - sp < (std::uintptr_t{1} << 30);
+}
+
 void on_segv(int sig, siginfo_t* info, void* uctx) {
     const auto* addr = static_cast<const std::byte*>(info->si_addr);
     // The fiber running on this thread: the hook set on every switch into one.
     const fiber_hook* h = t_fiber_hook;
     const auto* f = h != nullptr ? static_cast<const oam_fiber*>(h->arg) : nullptr;
-    if (f != nullptr && addr >= f->stack.base && addr < f->stack.bottom()) {
+    if (f != nullptr && is_overflow(*f, addr, interrupted_sp(uctx))) {
         line l;
         l.add("am: rank ");
         l.add_number(static_cast<std::size_t>(f->rank));
         l.add(": stack overflow in optimistic handler ");
-        l.add(f->name.data(), f->name.size());
+        const std::string_view name = oam_readable_view(f->name);
+        l.add(name.data(), name.size());
         l.add(" (its stack holds ");
         l.add_number(f->stack.usable);
         l.add(" bytes; raise AM_OAM_STACK_BYTES / config::oam_stack_bytes)\n");
@@ -90,24 +127,29 @@ void on_segv(int sig, siginfo_t* info, void* uctx) {
 
 }  // namespace
 
-oam_stack oam_stack_map(std::size_t usable, int rank) {
+std::size_t oam_stack_round(std::size_t usable) noexcept {
     const std::size_t page = page_size();
+    return (usable + page - 1) / page * page;
+}
+
+oam_stack oam_stack_map(std::size_t usable, int rank) {
     oam_stack s;
-    s.usable = (usable + page - 1) / page * page;
-    s.mapped = s.usable + page;
-    void* p = ::mmap(nullptr, s.mapped, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    s.usable = oam_stack_round(usable);
+    s.mapped = s.usable + oam_guard_bytes;
+    // All of it inaccessible first, then the usable part opened: the gap is never writable.
+    void* p =
+        ::mmap(nullptr, s.mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         util::fail(errc::system, "am::optimistic_handler", rank,
                    "mmap of a " + std::to_string(s.mapped) +
                        "-byte handler stack failed: " + std::strerror(errno));
     }
     s.base = static_cast<std::byte*>(p);
-    if (::mprotect(s.base, page, PROT_NONE) != 0) {
+    if (::mprotect(s.bottom(), s.usable, PROT_READ | PROT_WRITE) != 0) {
         const int e = errno;
         ::munmap(p, s.mapped);
         util::fail(errc::system, "am::optimistic_handler", rank,
-                   std::string("mprotect of a stack guard page failed: ") + std::strerror(e));
+                   std::string("mprotect of a handler stack failed: ") + std::strerror(e));
     }
     return s;
 }
@@ -116,7 +158,7 @@ void oam_stack_unmap(oam_stack& s) noexcept {
     if (s.base == nullptr) return;
 #if defined(__SANITIZE_ADDRESS__)
     // Frames left on the stack keep their poisoning; the next mapping at this address must not.
-    ASAN_UNPOISON_MEMORY_REGION(s.base + page_size(), s.usable);
+    ASAN_UNPOISON_MEMORY_REGION(s.bottom(), s.usable);
 #endif
     ::munmap(s.base, s.mapped);
     s = {};
