@@ -3,14 +3,15 @@
 // long messages all-to-all and exits 0; `amrun_prog twice` does so in two consecutive
 // `am::run` calls (a rank prints its "ok" line once per run); `amrun_prog kill` has rank 2 kill
 // itself after a barrier while the others wait, so the job must fail; `amrun_prog exit` has
-// rank 1 call std::exit(3) there instead, and `amrun_prog exit_in_handler` std::exit(0) in a
-// handler. `stuck [R]` and `stuck_epoch [R]` leave rank R (default: the last) in user code for
-// a minute, never polling, while the job fails (another rank throws; or, with
-// AM_EPOCH_TIMEOUT, the others time out ending an epoch rank R never ends): the job must still
-// end within a bound. `runs_differ`: rank 0 calls am::run a second time, the others do not:
-// rank 0 must fail naming a rank that exited, not wait forever. Other modes ignore arguments after
-// the mode (tests use one to find their ranks).
+// rank 1 call std::exit(3) there instead, `amrun_prog exit_in_handler` std::exit(0) in a
+// handler, and `amrun_prog exit_in_rpc` std::exit(0) in a remote function rank 0 waits on. `stuck
+// [R]` and `stuck_epoch [R]` leave rank R (default: the last) in user code for a minute, never
+// polling, while the job fails (another rank throws; or, with AM_EPOCH_TIMEOUT, the others time out
+// ending an epoch rank R never ends): the job must still end within a bound. `runs_differ`: rank 0
+// calls am::run a second time, the others do not: rank 0 must fail naming a rank that exited, not
+// wait forever. Other modes ignore arguments after the mode (tests use one to find their ranks).
 #include <am/am.hpp>
+#include <am/rpc.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -90,6 +91,20 @@ void exit_in_handler(am::context& ctx) {
     never.wait(1);
 }
 
+// Rank 0 waits on an RPC whose function, on rank 1, calls std::exit(0).
+int exit_quietly(int x) {
+    std::exit(0);
+    return x;
+}
+
+void exit_in_rpc(am::context& ctx) {
+    am::rpc_register<&exit_quietly>(ctx);
+    ctx.barrier();
+    if (ctx.rank() == 0) (void)am::rpc<&exit_quietly>(ctx, 1, 7).get();
+    am::counter never(ctx);
+    never.wait(1);
+}
+
 // Sleeps in user code without polling, long past any bound of the tests.
 void never_poll() {
     std::this_thread::sleep_for(std::chrono::seconds(60));
@@ -133,12 +148,14 @@ int main(int argc, char** argv) {
                              : mode == "kill"            ? am::rank_main(kill_rank_two)
                              : mode == "exit"            ? am::rank_main(exit_rank_one)
                              : mode == "exit_in_handler" ? am::rank_main(exit_in_handler)
+                             : mode == "exit_in_rpc"     ? am::rank_main(exit_in_rpc)
                              : mode == "stuck"           ? am::rank_main(stuck_rank)
                              : mode == "stuck_epoch"     ? am::rank_main(stuck_in_epoch)
                                                          : am::rank_main();
     if (!fn) {
         std::fprintf(stderr,
-                     "usage: amrun_prog ok|twice|runs_differ|kill|exit|exit_in_handler|stuck [R]|"
+                     "usage: amrun_prog ok|twice|runs_differ|kill|exit|exit_in_handler|exit_in_rpc|"
+                     "stuck [R]|"
                      "stuck_epoch [R]\n");
         return 2;
     }

@@ -7,7 +7,10 @@
 #include <am/error.hpp>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace am::transport::threads {
@@ -106,6 +110,72 @@ class watch {
     bool _watching = false;
 };
 
+// ------------------------------------------------------ exit() while thread ranks run
+//
+// exit() on any thread of the process ends every rank of a threads job, whatever status it is
+// given: a rank that calls std::exit(0) (in its function, a handler or an RPC) would end the
+// job with status 0 and no word, its peers' work lost. As under shm and mpi, where the rank is
+// a process, it fails the job instead: a hook run by exit() names the rank and ends the
+// process with a non-zero status. exit() ends the process and an exit handler cannot be
+// withdrawn, so the hook is registered once per process and reads a process-wide count of
+// running thread jobs (constant-initialised and trivially destructible: it outlives every exit
+// handler); each rank's thread knows its rank.
+
+std::atomic<int> g_running_jobs{0};  // threads jobs of this process between start and end
+std::atomic<pid_t> g_jobs_pid{0};    // the process they run in (a forked child has none)
+thread_local int t_rank = -1;        // the rank this thread runs, -1 if none
+std::once_flag g_exit_hook_once;
+
+extern "C" void fail_thread_job_at_exit(int status, void* /*unused*/) {
+    if (g_running_jobs.load() == 0 || g_jobs_pid.load() != getpid()) return;
+    char line[256];
+    int n = 0;
+    if (t_rank >= 0) {
+        n = std::snprintf(line, sizeof line,
+                          "am: rank %d called exit(%d) before finishing am::run (its ranks are "
+                          "threads of one process: exit ends them all)\n",
+                          t_rank, status);
+    } else {
+        n = std::snprintf(line, sizeof line,
+                          "am: exit(%d) was called while am::run ran its ranks as threads, "
+                          "before they finished\n",
+                          status);
+    }
+    std::fflush(nullptr);
+    if (n > 0) (void)!::write(2, line, std::min(static_cast<std::size_t>(n), sizeof line - 1));
+    std::_Exit(status != 0 ? status : 1);
+}
+
+/// A threads job in the process's count from its start to its end.
+class running_job {
+  public:
+    running_job() {
+        std::call_once(g_exit_hook_once, [] {
+            if (on_exit(fail_thread_job_at_exit, nullptr) != 0) {
+                throw error(errc::system, "am::run: threads transport: on_exit failed");
+            }
+        });
+        g_jobs_pid.store(getpid());
+        g_running_jobs.fetch_add(1);
+    }
+    ~running_job() { g_running_jobs.fetch_sub(1); }
+    running_job(const running_job&) = delete;
+    running_job& operator=(const running_job&) = delete;
+};
+
+/// This thread runs rank `rank` for the scope (the previous value comes back: a rank may start
+/// a job of its own).
+class rank_thread {
+  public:
+    explicit rank_thread(int rank) noexcept : _previous(std::exchange(t_rank, rank)) {}
+    ~rank_thread() { t_rank = _previous; }
+    rank_thread(const rank_thread&) = delete;
+    rank_thread& operator=(const rank_thread&) = delete;
+
+  private:
+    int _previous;
+};
+
 }  // namespace
 
 int launch(const config& cfg, const rank_body& body) {
@@ -114,7 +184,9 @@ int launch(const config& cfg, const rank_body& body) {
     ring::initialize(mem.data(), p);
     std::vector<int> status(static_cast<std::size_t>(p.ranks), 0);
     watch ranks(mem.data(), p.ranks);
+    const running_job job;
     const auto run = [&](int r) {
+        const rank_thread self(r);
         status[static_cast<std::size_t>(r)] = run_one(mem.data(), r, cfg.faults, body);
         ranks.returned(r, status[static_cast<std::size_t>(r)]);
     };
