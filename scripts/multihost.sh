@@ -207,6 +207,7 @@ end_launcher() {
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
+  set +e  # one step failing must not skip the others
   stop_helper "$cut_pid"
   stop_helper "$watch_pid"
   if [[ -n "$job_pid" ]]; then end_launcher; fi
