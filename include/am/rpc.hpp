@@ -19,7 +19,8 @@
 ///   refused with errc::too_large, nothing sent). Results likewise.
 /// - **Exceptions** the remote function throws travel back: `get()` throws am::error with
 ///   errc::remote whose text names the function, the rank and the original `what()` (the
-///   original code for an `am::error`). A fire-and-forget call's exception fails the job, as a
+///   original code for an `am::error`); nested failures keep both ends (the text is cut to 8 KiB
+///   in the middle). A fire-and-forget call's exception fails the job, as a
 ///   handler's would.
 /// - **Completion.** The future is ready once the result message has been handled on the
 ///   caller's rank (in one of its polls). `rpc` itself never blocks (from a handler it queues).
@@ -124,11 +125,14 @@ std::uint64_t rpc_begin(oam_sched* s, const rpc_delivery& d);
 void rpc_cancel(oam_sched* s, std::uint64_t id) noexcept;
 /// No result wanted.
 inline constexpr std::uint64_t rpc_no_reply = ~std::uint64_t{0};
-/// Sends the result of call `id` back to `caller` (from the remote function's handler).
+/// Sends the result of call `id` back to `caller` (from the remote function's handler); a
+/// result over max_medium() goes back as a failure naming `name`.
 void rpc_return_slot(oam_sched* s, int caller, std::uint64_t id, std::uint64_t value);
-void rpc_return_bytes(oam_sched* s, int caller, std::uint64_t id, std::span<const std::byte> b);
+void rpc_return_bytes(oam_sched* s, int caller, std::uint64_t id, std::string_view name,
+                      std::span<const std::byte> b);
 /// Sends the exception the remote function `name` threw back (or fails the job for a call
-/// without reply).
+/// without reply). Its text is cut to 8 KiB in the middle: the outermost call and the
+/// innermost cause stay.
 void rpc_return_error(oam_sched* s, int caller, std::uint64_t id, std::string_view name,
                       std::exception_ptr e);
 /// Throws errc::too_large: `bytes` of arguments do not fit a medium message.
@@ -189,7 +193,7 @@ void rpc_run(oam_sched* s, context& ctx, int caller, std::uint64_t id, std::stri
                 std::vector<std::byte> out;
                 serial_writer w(out);
                 serializer<R>::write(w, result);
-                rpc_return_bytes(s, caller, id, out);
+                rpc_return_bytes(s, caller, id, name, out);
             }
         }
     } catch (...) {

@@ -145,14 +145,45 @@ void rpc_return_slot(oam_sched* s, int caller, std::uint64_t id, std::uint64_t v
     s->ctx().request(caller, s->ret_slot, id, value);
 }
 
-void rpc_return_bytes(oam_sched* s, int caller, std::uint64_t id, std::span<const std::byte> b) {
+namespace {
+
+// A failure's text travels in one medium message, at most this long: a chain of nested calls
+// adds a line per level (10 000 levels made 650 KB), and a reader wants its two ends.
+constexpr std::size_t rpc_error_bytes = 8192;
+
+// `text` cut to `limit` bytes in the middle: its start (the outermost call) and its end (the
+// innermost cause, which nested failures append last) are kept.
+std::string trim_middle(std::string text, std::size_t limit) {
+    if (text.size() <= limit) return text;
+    const std::size_t head = limit / 4;
+    std::string marker = " [... ";
+    marker += std::to_string(text.size() - limit) + " bytes of nested failures left out ...] ";
+    const std::size_t tail = limit > head + marker.size() ? limit - head - marker.size() : 0;
+    return text.substr(0, head) + marker + text.substr(text.size() - tail);
+}
+
+void send_error_text(oam_sched* s, int caller, std::uint64_t id, std::string text) {
+    context& ctx = s->ctx();
+    text = trim_middle(std::move(text), std::min(ctx.max_medium(), rpc_error_bytes));
+    ctx.request(caller, s->ret_error, std::as_bytes(std::span<const char>(text)), id);
+}
+
+std::string call_site(const context& ctx, std::string_view name, int caller) {
+    return "am::rpc: remote function " + oam_readable(name) + " on rank " +
+           std::to_string(ctx.rank()) + " (called by rank " + std::to_string(caller) + ")";
+}
+
+}  // namespace
+
+void rpc_return_bytes(oam_sched* s, int caller, std::uint64_t id, std::string_view name,
+                      std::span<const std::byte> b) {
     context& ctx = s->ctx();
     if (b.size() > ctx.max_medium()) {
-        rpc_return_error(s, caller, id, "a remote function",
-                         std::make_exception_ptr(
-                             error(errc::too_large, "its result takes " + std::to_string(b.size()) +
-                                                        " bytes, more than max_medium() = " +
-                                                        std::to_string(ctx.max_medium()))));
+        send_error_text(s, caller, id,
+                        call_site(ctx, name, caller) + ": its result takes " +
+                            std::to_string(b.size()) + " bytes, more than max_medium() = " +
+                            std::to_string(ctx.max_medium()) + "; it was not sent (am::errc " +
+                            std::to_string(static_cast<int>(errc::too_large)) + ")");
         return;
     }
     ctx.request(caller, s->ret_bytes, b, id);
@@ -160,24 +191,20 @@ void rpc_return_bytes(oam_sched* s, int caller, std::uint64_t id, std::span<cons
 
 void rpc_return_error(oam_sched* s, int caller, std::uint64_t id, std::string_view name,
                       std::exception_ptr e) {
-    context& ctx = s->ctx();
     if (id == rpc_no_reply) std::rethrow_exception(e);  // fire-and-forget: fails the job
+    // The code goes before the text, so a chain of nested failures ends with the innermost
+    // cause (which trim_middle keeps), not with one code per level.
     std::string what;
     try {
         std::rethrow_exception(e);
     } catch (const error& x) {
-        what = std::string(x.what()) + " (am::errc " + std::to_string(static_cast<int>(x.code())) +
-               ")";
+        what = "(am::errc " + std::to_string(static_cast<int>(x.code())) + ") " + x.what();
     } catch (const std::exception& x) {
         what = x.what();
     } catch (...) {
         what = "an exception not derived from std::exception";
     }
-    std::string text = "am::rpc: remote function " + oam_readable(name) + " on rank " +
-                       std::to_string(ctx.rank()) + " (called by rank " + std::to_string(caller) +
-                       ") threw: " + what;
-    if (text.size() > ctx.max_medium()) text.resize(ctx.max_medium());
-    ctx.request(caller, s->ret_error, std::as_bytes(std::span<const char>(text)), id);
+    send_error_text(s, caller, id, call_site(s->ctx(), name, caller) + " threw: " + what);
 }
 
 void rpc_too_large(context& ctx, std::string_view name, std::size_t bytes, const char* what) {

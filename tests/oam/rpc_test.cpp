@@ -190,6 +190,14 @@ int rpc_fail_nested(am::context& ctx, int code) {
     return am::rpc<&rpc_fail>(ctx, right_of(ctx), code).get() + 1;
 }
 
+// A ping-pong of nested calls between ranks 0 and 1 (rank 0 with itself alone), 10 000 deep:
+// config::oam_max_threads stops it first.
+std::uint64_t rpc_pingpong(am::context& ctx, std::uint32_t depth) {
+    if (depth == 10000) return 0;
+    const int other = ctx.size() > 1 ? ctx.rank() ^ 1 : 0;
+    return am::rpc<&rpc_pingpong>(ctx, other, depth + 1).get() + 1;
+}
+
 // Never registered.
 int rpc_never_registered(int v) {
     return v;
@@ -573,9 +581,53 @@ TEST_P(oam_rpc, result_too_large) {
         expect_error(
             [&] { (void)am::rpc<&rpc_repeat>(ctx, r, std::string("0123456789"), times).get(); },
             am::errc::remote, {"max_medium() = " + std::to_string(max)});
+        // The failure names the function, not "a remote function" (issue 36).
+        try {
+            (void)am::rpc<&rpc_repeat>(ctx, r, std::string("0123456789"), times).get();
+            ADD_FAILURE() << "a result over max_medium() arrived";
+        } catch (const am::error& e) {
+            const std::string what = e.what();
+            EXPECT_TRUE(am_test::contains(what, "rpc_repeat on rank " + std::to_string(r))) << what;
+            EXPECT_FALSE(am_test::contains(what, "a remote function")) << what;
+            EXPECT_TRUE(am_test::contains(
+                what, "am::errc " + std::to_string(static_cast<int>(am::errc::too_large))))
+                << what;
+        }
         EXPECT_EQ(am::rpc<&rpc_repeat>(ctx, r, std::string("ab"), 2u).get(), "abab");
         ctx.quiesce();
     });
+    ASSERT_EQ(rc, 0);
+}
+
+// Nested calls that fail deep down (a ping-pong between ranks 0 and 1 stopped by
+// config::oam_max_threads after 400 blocked calls per rank): the caller's error keeps both ends —
+// the outermost call and the innermost cause, the limit's name — within 8 KiB. Before, the text was
+// cut at max_medium() from its end, so the cause was lost in 64 KiB of "remote function ...
+// threw:".
+TEST_P(oam_rpc, nested_failure_keeps_innermost_cause) {
+    constexpr std::size_t limit = 400;
+    const int rc = run(
+        [](am::context& ctx) {
+            am::rpc_register<&rpc_pingpong>(ctx);
+            ctx.barrier();
+            if (ctx.rank() == 0) {
+                try {
+                    (void)am::rpc<&rpc_pingpong>(ctx, ctx.size() > 1 ? 1 : 0, 0u).get();
+                    ADD_FAILURE() << "the ping-pong ended by itself";
+                } catch (const am::error& e) {
+                    const std::string what = e.what();
+                    EXPECT_EQ(e.code(), am::errc::remote);
+                    EXPECT_LE(what.size(), std::size_t{8192} + 256);
+                    EXPECT_TRUE(am_test::contains(what, "rpc_pingpong on rank "))
+                        << what.substr(0, 400);
+                    EXPECT_TRUE(am_test::contains(what, "AM_OAM_MAX_THREADS"))
+                        << what.substr(what.size() - std::min<std::size_t>(what.size(), 400));
+                    EXPECT_TRUE(am_test::contains(what, "bytes of nested failures left out"));
+                }
+            }
+            ctx.quiesce();
+        },
+        [](am::config& cfg) { cfg.oam_max_threads = limit; });
     ASSERT_EQ(rc, 0);
 }
 
