@@ -14,13 +14,14 @@ namespace am::tam::detail {
 
 using util::fail;
 
-machine::machine(context& ctx, const config& /*cfg*/)
+machine::machine(context& ctx, const config& cfg)
     : _ctx(ctx),
       _rank(ctx.rank()),
       _ranks(ctx.size()),
       _h(ctx.handler([this](token&, word head, word target, word a0, word a1, word a2, word a3) {
           on_arrival(message{head, target, {a0, a1, a2, a3}});
-      })) {}
+      })),
+      _timeout(cfg.epoch_timeout) {}
 
 std::string machine::report() const {
     if (_stats.threads == 0 && _stats.inlets == 0) return {};
