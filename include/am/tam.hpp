@@ -78,7 +78,8 @@ template <class T>
 inline constexpr unsigned max_args = 4;
 
 /// A frame anywhere in the job: rank, slot in the rank's frame table, generation (so a
-/// reference to a released frame is caught). Passed in messages as one word.
+/// reference to a released frame is caught; a slot retires rather than wrap its 16-bit
+/// generation). Passed in messages as one word.
 struct frame_ref {
     word bits = ~word{0};
     [[nodiscard]] int rank() const noexcept { return static_cast<int>(bits >> 48); }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <utility>
 
 namespace am::tam::detail {
@@ -118,9 +119,13 @@ void machine::release(frame_rec& r, frame_ref self) {
         fail_frame(errc::bad_context, call, self,
                    "released while threads of it are enabled (they would run on a released frame)");
     r.live = false;
+    ++_stats.released;
+    // The generation is 16 bits of a frame_ref: rather than wrap around to a generation a stale
+    // reference may still hold, the slot retires after its last one (one record per 65 536
+    // frames of it) and its references stay refused.
+    if (r.gen == std::numeric_limits<std::uint16_t>::max()) return;
     ++r.gen;
     _free[r.cbid].push_back(self.index());
-    ++_stats.released;
 }
 
 // ---------------------------------------------------------------------------- messages

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // TAM programs that fail (or must not), started by the tests in CMakeLists.txt beside this
 // file (threads, shm, mpiexec) through tests/shm/amrun_check.sh, which checks the exit status,
-// the time taken and what the output names (issue 36, item 6):
+// the time taken and what the output names (issue 36, items 6 and 7):
 //
 //   run_vs_epoch      rank 0 calls am::tam::run while the others end an epoch
 //   run_vs_barrier    ... while the others call barrier()
@@ -10,6 +10,8 @@
 //   run_straggler     rank 1 sleeps 6 s before am::tam::run (AM_EPOCH_TIMEOUT=1: the others
 //                     must fail the job naming rank 1, not wait for it)
 //   thread_straggler  a TAM thread on the last rank sleeps 6 s (the rank stops polling)
+//   stale_frame_ref   a frame slot is reused 65 536 times, then a message goes to its first
+//                     frame_ref: it must be refused, not delivered to the live frame
 //   run_matched       every rank runs TAM between epochs, barriers, quiesce and exchange:
 //                     must succeed
 //
@@ -38,10 +40,15 @@ enum class mode {
     run_vs_return,
     run_straggler,
     thread_straggler,
+    stale_frame_ref,
     run_matched
 };
 // Set before am::run (forked shm ranks inherit it); read-only afterwards.
 mode g_mode = mode::none;
+
+// Allocations of the child's frame slot before the stale frame_ref is used: the first and
+// 65 536 reuses, so that a 16-bit generation has wrapped back to the first one's.
+constexpr word stale_allocations = 65537;
 
 int last_rank(const frame& f) {
     return f.ranks() - 1;
@@ -52,6 +59,18 @@ void root_start(frame& f) {
     f.call(1, last_rank(f), 0, {f.self().as_word(), 0});
 }
 void root_returned(frame& f) {
+    const word count = f.slot(1);
+    if (g_mode == mode::stale_frame_ref && count < stale_allocations) {
+        f.call(1, last_rank(f), 0, {f.self().as_word(), count + 1 == stale_allocations ? 1u : 0u});
+        return;
+    }
+    if (g_mode == mode::stale_frame_ref) {
+        const frame_ref stale = frame_ref::from(f.slot(0));
+        const frame_ref live = frame_ref::from(f.slot(2));
+        if (stale == live) std::printf("tam_prog: the stale frame_ref equals the live one\n");
+        f.send(stale, 1, {});  // must be refused: that frame was released long ago
+        f.send(live, 2, {});   // the live child releases itself
+    }
     f.finish(1);
     f.release();
 }
@@ -156,10 +175,10 @@ void body(am::context& ctx) {
 
 mode parse(const std::string& s) {
     const std::pair<const char*, mode> modes[] = {
-        {"run_vs_epoch", mode::run_vs_epoch},     {"run_vs_barrier", mode::run_vs_barrier},
-        {"run_vs_quiesce", mode::run_vs_quiesce}, {"run_vs_return", mode::run_vs_return},
-        {"run_straggler", mode::run_straggler},   {"thread_straggler", mode::thread_straggler},
-        {"run_matched", mode::run_matched},
+        {"run_vs_epoch", mode::run_vs_epoch},       {"run_vs_barrier", mode::run_vs_barrier},
+        {"run_vs_quiesce", mode::run_vs_quiesce},   {"run_vs_return", mode::run_vs_return},
+        {"run_straggler", mode::run_straggler},     {"thread_straggler", mode::thread_straggler},
+        {"stale_frame_ref", mode::stale_frame_ref}, {"run_matched", mode::run_matched},
     };
     for (const auto& [name, m] : modes)
         if (s == name) return m;
@@ -173,7 +192,7 @@ int main(int argc, char** argv) {
     if (g_mode == mode::none) {
         std::fprintf(stderr,
                      "usage: tam_prog run_vs_epoch|run_vs_barrier|run_vs_quiesce|run_vs_return|"
-                     "run_straggler|thread_straggler|run_matched\n");
+                     "run_straggler|thread_straggler|stale_frame_ref|run_matched\n");
         return 2;
     }
     return am::run(argc, argv, body);
