@@ -195,10 +195,10 @@ struct result {
 /// program's own errors (frame::...): a thread or inlet index out of range, a message to a
 /// released frame, a frame released twice, an I-structure element written twice or out of
 /// range, and, when the program has ended, I-structure reads never satisfied (naming the
-/// element and the reading frame, codeblock and rank, on every rank that has them). Its
-/// collectives are of kind am::tam::run (collective_mismatch against any other collective);
-/// under AM_EPOCH_TIMEOUT, errc::timeout once a rank waited that long in one with nothing to
-/// do.
+/// element and the reading frame, codeblock and rank, on every rank that has them); an
+/// exception from an inlet or thread, as an am::error naming it and its frame. Its collectives
+/// are of kind am::tam::run (collective_mismatch against any other collective); under
+/// AM_EPOCH_TIMEOUT, errc::timeout once a rank waited that long in one with nothing to do.
 result run(context& ctx, const program& prog, codeblock_id root, std::initializer_list<word> args,
            const options& opt = {});
 

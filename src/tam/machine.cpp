@@ -7,8 +7,10 @@
 #include "../util/error.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <functional>
 #include <limits>
+#include <string_view>
 #include <utility>
 
 namespace am::tam::detail {
@@ -384,7 +386,29 @@ void machine::deliver(const message& m) {
     ++_stats.inlets;
     ++_handled;
     frame view = frame_access::make(this, &r, f, true);
-    r.cb->inlets[in](view, std::span<const word>(m.a, m.nargs()));
+    try {
+        r.cb->inlets[in](view, std::span<const word>(m.a, m.nargs()));
+    } catch (...) {
+        threw(f, call, "inlet " + std::to_string(in));
+    }
+}
+
+// The program's exception names only what its own code knew: the error says which inlet or
+// thread of which frame threw, and keeps the original text (and code, for an am::error). The
+// layer's own errors about this frame, and a job that aborted meanwhile, pass unchanged.
+void machine::threw(frame_ref f, const char* call, const std::string& who) const {
+    try {
+        throw;
+    } catch (const error& e) {
+        const std::string_view what = e.what();
+        if (e.code() == errc::aborted || what.find(describe(f)) != std::string_view::npos) throw;
+        fail_frame(e.code(), call, f, who + " threw: " + e.what());
+    } catch (const std::exception& e) {
+        fail_frame(errc::invalid_argument, call, f, who + " threw: " + e.what());
+    } catch (...) {
+        fail_frame(errc::invalid_argument, call, f,
+                   who + " threw an exception not derived from std::exception");
+    }
 }
 
 // ---------------------------------------------------------------------------- scheduler
@@ -402,7 +426,14 @@ void machine::run_thread(std::uint32_t idx, thread_id t) {
     if (traced) [[unlikely]]
         trace_thread_start(new_quantum, idx);
     frame view = frame_access::make(this, &r, f, false);
-    r.cb->threads[t].fn(view);
+    try {
+        r.cb->threads[t].fn(view);
+    } catch (...) {
+        const char* name = r.cb->threads[t].name;
+        threw(f, "am::tam thread",
+              "thread " + std::to_string(t) +
+                  (name != nullptr && *name != 0 ? " ('" + std::string(name) + "')" : ""));
+    }
     if (traced) [[unlikely]]
         trace_thread_end();
 }

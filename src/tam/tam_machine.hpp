@@ -171,6 +171,9 @@ class machine final : public core::layer {
     [[nodiscard]] std::string describe(frame_ref f) const;
     [[noreturn]] void fail_frame(errc code, const char* call, frame_ref f,
                                  const std::string& what) const;
+    /// From a catch block of an inlet or thread (`who`, e.g. "inlet 2") of frame `f`: throws
+    /// the exception being handled as an am::error naming them and keeping its text.
+    [[noreturn, gnu::cold]] void threw(frame_ref f, const char* call, const std::string& who) const;
 
   private:
     void begin(const program& prog, const options& opt);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // TAM programs that fail (or must not), started by the tests in CMakeLists.txt beside this
 // file (threads, shm, mpiexec) through tests/shm/amrun_check.sh, which checks the exit status,
-// the time taken and what the output names (issue 36, items 6 and 7):
+// the time taken and what the output names (issue 36, items 6, 7 and 10):
 //
 //   run_vs_epoch      rank 0 calls am::tam::run while the others end an epoch
 //   run_vs_barrier    ... while the others call barrier()
@@ -12,6 +12,8 @@
 //   thread_straggler  a TAM thread on the last rank sleeps 6 s (the rank stops polling)
 //   stale_frame_ref   a frame slot is reused 65 536 times, then a message goes to its first
 //                     frame_ref: it must be refused, not delivered to the live frame
+//   inlet_throws      an inlet throws std::runtime_error("inlet failed")
+//   thread_throws     a thread throws std::runtime_error("thread failed")
 //   run_matched       every rank runs TAM between epochs, barriers, quiesce and exchange:
 //                     must succeed
 //
@@ -41,6 +43,8 @@ enum class mode {
     run_straggler,
     thread_straggler,
     stale_frame_ref,
+    inlet_throws,
+    thread_throws,
     run_matched
 };
 // Set before am::run (forked shm ranks inherit it); read-only afterwards.
@@ -86,6 +90,7 @@ void root_child_back(frame& f, std::span<const word> a) {
 
 // Child (last rank). Slots: 0 the caller, 1 "keep" (do not release: stale_frame_ref's last).
 void child_body(frame& f) {
+    if (g_mode == mode::thread_throws) throw std::runtime_error("thread failed");
     if (g_mode == mode::thread_straggler) std::this_thread::sleep_for(std::chrono::seconds(6));
     f.send(frame_ref::from(f.slot(0)), 1, {f.self().as_word()});
     if (f.slot(1) == 0) f.release();
@@ -94,6 +99,7 @@ void child_release(frame& f) {
     f.release();
 }
 void child_args(frame& f, std::span<const word> a) {
+    if (g_mode == mode::inlet_throws) throw std::runtime_error("inlet failed");
     f.slot(0) = a[0];
     f.slot(1) = a[1];
     f.post(0);
@@ -178,7 +184,8 @@ mode parse(const std::string& s) {
         {"run_vs_epoch", mode::run_vs_epoch},       {"run_vs_barrier", mode::run_vs_barrier},
         {"run_vs_quiesce", mode::run_vs_quiesce},   {"run_vs_return", mode::run_vs_return},
         {"run_straggler", mode::run_straggler},     {"thread_straggler", mode::thread_straggler},
-        {"stale_frame_ref", mode::stale_frame_ref}, {"run_matched", mode::run_matched},
+        {"stale_frame_ref", mode::stale_frame_ref}, {"inlet_throws", mode::inlet_throws},
+        {"thread_throws", mode::thread_throws},     {"run_matched", mode::run_matched},
     };
     for (const auto& [name, m] : modes)
         if (s == name) return m;
@@ -192,7 +199,8 @@ int main(int argc, char** argv) {
     if (g_mode == mode::none) {
         std::fprintf(stderr,
                      "usage: tam_prog run_vs_epoch|run_vs_barrier|run_vs_quiesce|run_vs_return|"
-                     "run_straggler|thread_straggler|stale_frame_ref|run_matched\n");
+                     "run_straggler|thread_straggler|stale_frame_ref|inlet_throws|thread_throws|"
+                     "run_matched\n");
         return 2;
     }
     return am::run(argc, argv, body);
