@@ -95,7 +95,8 @@ struct config {
     bool thread_multiple = false;
     /// Seconds an `am::epoch` may take to end before every rank prints what it sent and
     /// handled per peer and per message type in that epoch and the job aborts
-    /// (`AM_EPOCH_TIMEOUT`, default 0 = wait forever).
+    /// (`AM_EPOCH_TIMEOUT`, default 0 = wait forever). Also how long `am::tam::run` waits in
+    /// one of its collectives with nothing to do before it prints its counts and fails the job.
     double epoch_timeout = 0;
     /// Test-only fault injection on the threads and shm transports (`AM_FAULTS=seed`, default
     /// 0 = off; not under amrun or mpi): polls deliver late and reorder messages across peers

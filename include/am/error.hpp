@@ -22,7 +22,7 @@ enum class errc : int {
     system = 9,                ///< an operating-system call failed during set-up
     invalid_argument = 10,     ///< any other bad argument (configuration, null pointer)
     no_memory = 11,            ///< the segment has no free block of the requested size
-    timeout = 12,              ///< an epoch did not end within `config::epoch_timeout`
+    timeout = 12,              ///< an epoch end or am::tam::run wait over config::epoch_timeout
     collective_mismatch = 13,  ///< ranks called different collectives (e.g. barrier vs epoch end)
     remote = 14,               ///< a remote function (am::rpc) threw; the text says what
     broken_promise = 15        ///< an am::promise was destroyed without a value

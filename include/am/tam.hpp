@@ -78,7 +78,8 @@ template <class T>
 inline constexpr unsigned max_args = 4;
 
 /// A frame anywhere in the job: rank, slot in the rank's frame table, generation (so a
-/// reference to a released frame is caught). Passed in messages as one word.
+/// reference to a released frame is caught; a slot retires rather than wrap its 16-bit
+/// generation). Passed in messages as one word.
 struct frame_ref {
     word bits = ~word{0};
     [[nodiscard]] int rank() const noexcept { return static_cast<int>(bits >> 48); }
@@ -194,7 +195,10 @@ struct result {
 /// program's own errors (frame::...): a thread or inlet index out of range, a message to a
 /// released frame, a frame released twice, an I-structure element written twice or out of
 /// range, and, when the program has ended, I-structure reads never satisfied (naming the
-/// element and the reading frame, codeblock and rank, on every rank that has them).
+/// element and the reading frame, codeblock and rank, on every rank that has them); an
+/// exception from an inlet or thread, as an am::error naming it and its frame. Its collectives
+/// are of kind am::tam::run (collective_mismatch against any other collective); under
+/// AM_EPOCH_TIMEOUT, errc::timeout once a rank waited that long in one with nothing to do.
 result run(context& ctx, const program& prog, codeblock_id root, std::initializer_list<word> args,
            const options& opt = {});
 

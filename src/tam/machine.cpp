@@ -7,20 +7,24 @@
 #include "../util/error.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <functional>
+#include <limits>
+#include <string_view>
 #include <utility>
 
 namespace am::tam::detail {
 
 using util::fail;
 
-machine::machine(context& ctx, const config& /*cfg*/)
+machine::machine(context& ctx, const config& cfg)
     : _ctx(ctx),
       _rank(ctx.rank()),
       _ranks(ctx.size()),
       _h(ctx.handler([this](token&, word head, word target, word a0, word a1, word a2, word a3) {
           on_arrival(message{head, target, {a0, a1, a2, a3}});
-      })) {}
+      })),
+      _timeout(cfg.epoch_timeout) {}
 
 std::string machine::report() const {
     if (_stats.threads == 0 && _stats.inlets == 0) return {};
@@ -117,9 +121,13 @@ void machine::release(frame_rec& r, frame_ref self) {
         fail_frame(errc::bad_context, call, self,
                    "released while threads of it are enabled (they would run on a released frame)");
     r.live = false;
+    ++_stats.released;
+    // The generation is 16 bits of a frame_ref: rather than wrap around to a generation a stale
+    // reference may still hold, the slot retires after its last one (one record per 65 536
+    // frames of it) and its references stay refused.
+    if (r.gen == std::numeric_limits<std::uint16_t>::max()) return;
     ++r.gen;
     _free[r.cbid].push_back(self.index());
-    ++_stats.released;
 }
 
 // ---------------------------------------------------------------------------- messages
@@ -378,7 +386,29 @@ void machine::deliver(const message& m) {
     ++_stats.inlets;
     ++_handled;
     frame view = frame_access::make(this, &r, f, true);
-    r.cb->inlets[in](view, std::span<const word>(m.a, m.nargs()));
+    try {
+        r.cb->inlets[in](view, std::span<const word>(m.a, m.nargs()));
+    } catch (...) {
+        threw(f, call, "inlet " + std::to_string(in));
+    }
+}
+
+// The program's exception names only what its own code knew: the error says which inlet or
+// thread of which frame threw, and keeps the original text (and code, for an am::error). The
+// layer's own errors about this frame, and a job that aborted meanwhile, pass unchanged.
+void machine::threw(frame_ref f, const char* call, const std::string& who) const {
+    try {
+        throw;
+    } catch (const error& e) {
+        const std::string_view what = e.what();
+        if (e.code() == errc::aborted || what.find(describe(f)) != std::string_view::npos) throw;
+        fail_frame(e.code(), call, f, who + " threw: " + e.what());
+    } catch (const std::exception& e) {
+        fail_frame(errc::invalid_argument, call, f, who + " threw: " + e.what());
+    } catch (...) {
+        fail_frame(errc::invalid_argument, call, f,
+                   who + " threw an exception not derived from std::exception");
+    }
 }
 
 // ---------------------------------------------------------------------------- scheduler
@@ -396,7 +426,14 @@ void machine::run_thread(std::uint32_t idx, thread_id t) {
     if (traced) [[unlikely]]
         trace_thread_start(new_quantum, idx);
     frame view = frame_access::make(this, &r, f, false);
-    r.cb->threads[t].fn(view);
+    try {
+        r.cb->threads[t].fn(view);
+    } catch (...) {
+        const char* name = r.cb->threads[t].name;
+        threw(f, "am::tam thread",
+              "thread " + std::to_string(t) +
+                  (name != nullptr && *name != 0 ? " ('" + std::string(name) + "')" : ""));
+    }
     if (traced) [[unlikely]]
         trace_thread_end();
 }

@@ -6,6 +6,8 @@
 #include "../util/error.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <functional>
 
 namespace am::tam {
@@ -180,6 +182,8 @@ void machine::begin(const program& prog, const options& opt) {
     _last_frame = ~word{0};
     _q_start = 0;
     _sent = _handled = 0;
+    _wave = 0;
+    _wave_sums[0] = _wave_sums[1] = 0;
     _result = 0;
     _finished = 0;
     _stats = stats{};
@@ -188,7 +192,7 @@ void machine::begin(const program& prog, const options& opt) {
 void machine::check_program(const program& prog) {
     const std::uint64_t mine[2] = {program_hash(prog), prog.size()};
     std::uint64_t sum[2];
-    core::allreduce_sum(_ctx, core::collective::epoch_end, mine, sum, 2, nothing, "am::tam::run");
+    collective(mine, sum, 2, nothing, "the check that every rank runs the same program");
     if (sum[0] != mine[0] * static_cast<std::uint64_t>(_ranks) ||
         sum[1] != mine[1] * static_cast<std::uint64_t>(_ranks))
         fail(errc::handler_mismatch, "am::tam::run", _rank,
@@ -238,16 +242,16 @@ void machine::terminate() {
         {
             ::am::detail::trace_span span(core::tracer(_ctx), ::am::detail::trace_kind::tam_wave,
                                           wave);
-            core::allreduce_sum(_ctx, core::collective::epoch_end, mine, sum, 2, idle,
-                                "am::tam::run");
+            _wave = wave;
+            collective(mine, sum, 2, idle, "termination detection");
             span.set(sum[0], sum[1]);
         }
         if (sum[0] == sum[1] && sum[0] == previous[0] && sum[1] == previous[1]) {
             trace_quantum_flush();  // the run's last quantum
             return;
         }
-        previous[0] = sum[0];
-        previous[1] = sum[1];
+        previous[0] = _wave_sums[0] = sum[0];
+        previous[1] = _wave_sums[1] = sum[1];
     }
 }
 
@@ -278,8 +282,7 @@ result machine::finish_run() {
     std::uint64_t mine[3 + stat_words] = {_result, _finished, unsatisfied};
     stats_to(_stats, mine + 3);
     std::uint64_t sum[3 + stat_words];
-    core::allreduce_sum(_ctx, core::collective::epoch_end, mine, sum, 3 + stat_words, nothing,
-                        "am::tam::run");
+    collective(mine, sum, 3 + stat_words, nothing, "the sums at the end of the run");
     const char* call = "am::tam::run";
     if (sum[2] != 0)
         fail(errc::bad_context, call, _rank,
@@ -295,6 +298,52 @@ result machine::finish_run() {
     r.local = _stats;
     r.total = stats_from(sum + 3);
     return r;
+}
+
+// Every collective of run is of kind tam_run: a rank in an epoch's end, a barrier, quiesce or
+// the end of am::run meanwhile fails the job naming both calls (with epoch_end, before, the two
+// matched and each misread the other's sums).
+void machine::collective(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                         const std::function<std::size_t()>& idle, const char* phase) {
+    const char* call = "am::tam::run";
+    if (_timeout <= 0) {
+        core::allreduce_sum(_ctx, core::collective::tam_run, in, out, n, idle, call);
+        return;
+    }
+    // The clock runs only while the rank has nothing to do: a long program is not a hang, a
+    // rank that stops polling or never reaches run is.
+    auto since = std::chrono::steady_clock::now();
+    const std::function<std::size_t()> timed = [&]() -> std::size_t {
+        const std::size_t did = idle();
+        const auto now = std::chrono::steady_clock::now();
+        if (did != 0) {
+            since = now;
+        } else if (const double waited = std::chrono::duration<double>(now - since).count();
+                   waited >= _timeout) {
+            timed_out(phase, waited);
+        }
+        return did;
+    };
+    core::allreduce_sum(_ctx, core::collective::tam_run, in, out, n, timed, call);
+}
+
+// As an epoch that does not end (typed_epoch.cpp): what this rank did on stderr, then an error
+// naming the ranks that never joined (where the transport knows them), which fails the job.
+void machine::timed_out(const char* phase, double waited) const {
+    std::fprintf(stderr,
+                 "am: rank %d: am::tam::run waited %.3f s with nothing to do in %s (wave %u; "
+                 "this rank sent %llu and handled %llu TAM messages; last wave's sums: sent "
+                 "%llu, handled %llu)\n",
+                 _rank, waited, phase, static_cast<unsigned>(_wave),
+                 static_cast<unsigned long long>(_sent), static_cast<unsigned long long>(_handled),
+                 static_cast<unsigned long long>(_wave_sums[0]),
+                 static_cast<unsigned long long>(_wave_sums[1]));
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g", _timeout);
+    const std::string missing = core::stragglers(_ctx);
+    fail(errc::timeout, "am::tam::run", _rank,
+         std::string("waited ") + secs + " s (AM_EPOCH_TIMEOUT) with nothing to do in " + phase +
+             (missing.empty() ? "" : "; " + missing) + "; this rank's counts are printed above");
 }
 
 result machine::run(const program& prog, codeblock_id root, std::initializer_list<word> args,

@@ -11,7 +11,9 @@
 #include <am/tam.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -169,6 +171,9 @@ class machine final : public core::layer {
     [[nodiscard]] std::string describe(frame_ref f) const;
     [[noreturn]] void fail_frame(errc code, const char* call, frame_ref f,
                                  const std::string& what) const;
+    /// From a catch block of an inlet or thread (`who`, e.g. "inlet 2") of frame `f`: throws
+    /// the exception being handled as an am::error naming them and keeping its text.
+    [[noreturn, gnu::cold]] void threw(frame_ref f, const char* call, const std::string& who) const;
 
   private:
     void begin(const program& prog, const options& opt);
@@ -176,6 +181,12 @@ class machine final : public core::layer {
     void start_root(codeblock_id root, std::initializer_list<word> args);
     void terminate();
     result finish_run();
+    /// A collective of run (kind tam_run, so that a rank in another collective fails the job
+    /// naming both calls) while `idle` does the rank's work; under AM_EPOCH_TIMEOUT it fails
+    /// the job once the rank has waited that long with nothing to do (`phase` says where).
+    void collective(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                    const std::function<std::size_t()>& idle, const char* phase);
+    [[noreturn]] void timed_out(const char* phase, double waited) const;
     std::string unsatisfied_reads(std::uint64_t& count) const;
 
     // scheduler
@@ -247,6 +258,10 @@ class machine final : public core::layer {
     std::vector<message> _inbox;
     std::vector<message> _inbox_taken;
     std::atomic<bool> _inbox_full{false};
+
+    double _timeout = 0;  // config::epoch_timeout (AM_EPOCH_TIMEOUT): 0 waits forever
+    std::uint32_t _wave = 0;
+    std::uint64_t _wave_sums[2] = {0, 0};  // the last wave's sums (sent, handled)
 
     std::uint64_t _sent = 0;
     std::uint64_t _handled = 0;
