@@ -199,6 +199,28 @@ std::uint32_t window_state::register_op(std::string_view name, std::string_view 
     return static_cast<std::uint32_t>(mine.index);
 }
 
+// An exception from the user's operation fails the rank: its text names the operation, the
+// window, the origin and the segments, and keeps the original text (and code, for an
+// am::error; the job's own abort passes as it is).
+void window_state::op_threw(const window_op_entry& e, const window_call& c) const {
+    const std::string who = "operation '" + e.name + "' of window " + std::to_string(_id) +
+                            " (an AM from rank " + std::to_string(c.origin) + ", segments " +
+                            std::to_string(c.segment_offset) + ".." +
+                            std::to_string(c.segment_offset + c.num_segments) + ")";
+    const char* call = "am::window op";
+    try {
+        throw;
+    } catch (const error& x) {
+        if (x.code() == errc::aborted) throw;
+        fail(x.code(), call, who + " threw: " + x.what());
+    } catch (const std::exception& x) {
+        fail(errc::invalid_argument, call, who + " threw: " + x.what());
+    } catch (...) {
+        fail(errc::invalid_argument, call,
+             who + " threw an exception not derived from std::exception");
+    }
+}
+
 void window_state::invoke(const window_op_entry& e, const window_call& c) {
     const void* saved = t_running_window;
     t_running_window = this;
@@ -208,7 +230,7 @@ void window_state::invoke(const window_op_entry& e, const window_call& c) {
         e.fn(c);
     } catch (...) {
         t_running_window = saved;
-        throw;
+        op_threw(e, c);
     }
     _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
     full_fence();

@@ -155,6 +155,7 @@ class window_state {
     std::atomic<unsigned> _fence_word{0};
     /// Runs an operation: refuses re-entry, fences around it, times it.
     void invoke(const window_op_entry& e, const window_call& c);
+    [[noreturn]] void op_threw(const window_op_entry& e, const window_call& c) const;
     void check_epoch(int target, const char* call) const;
     void check_desc(const am_desc& d, const char* call) const;
     std::uint32_t epoch_flags(int target) const;

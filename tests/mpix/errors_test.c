@@ -12,6 +12,9 @@
  *                          the attached one (256): the closing fence returns MPI_ERR_BUFFER on
  *                          the origin; with a large enough buffer attached instead, the next
  *                          epoch's AM completes
+ *   errors_test fence_vs_free  process 0 calls MPI_Win_fence while the others call MPI_Win_free
+ *                          on a window with an MPIX op: the job must fail naming both calls
+ *                          (am's fence and free are collectives of their own kinds)
  * The program leaves one MPI_Win_allocate window open: MPI_Finalize must free it.
  */
 #include "mpix_test.h"
@@ -163,6 +166,22 @@ static int reduce_mode(MPI_Op op) {
     return finish("mpix_errors");
 }
 
+static int fence_vs_free_mode(MPI_Op op) {
+    int* w = calloc(WINDOW_INTS, sizeof(int));
+    MPI_Win win;
+    CHECK_RC(MPI_Win_create(w, WINDOW_INTS * sizeof(int), sizeof(int), MPI_INFO_NULL,
+                            MPI_COMM_WORLD, &win));
+    CHECK_RC(MPIX_Am_win_op_register(op, win));
+    CHECK_RC(MPI_Win_fence(0, win));
+    if (me == 0) {
+        MPI_Win_fence(0, win);
+    } else {
+        MPI_Win_free(&win);
+    }
+    printf("mpix_errors: rank %d: passed a mismatched collective\n", me);
+    return finish("mpix_errors");
+}
+
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     me = rank_of_world();
@@ -174,6 +193,7 @@ int main(int argc, char** argv) {
     if (argc > 1 && strcmp(argv[1], "reduce") == 0) return reduce_mode(op);
     if (argc > 1 && strcmp(argv[1], "mismatch") == 0) return mismatch_mode(op, other);
     if (argc > 1 && strcmp(argv[1], "buffer") == 0) return buffer_mode(op);
+    if (argc > 1 && strcmp(argv[1], "fence_vs_free") == 0) return fence_vs_free_mode(op);
     EXPECT_CLASS(MPIX_Am_op_create(NULL, &other), MPI_ERR_ARG);
     MPI_Op sum = MPI_SUM;
     EXPECT_CLASS(MPIX_Am_op_free(&sum), MPI_ERR_OP);

@@ -381,6 +381,36 @@ void bytes_job(am::context& ctx) {
 
 class window_errors : public window_test {};
 class window_mismatch : public window_test {};
+// A job that fails: the test process reads every rank's report (not under mpi, where the
+// report is mpiexec's).
+class window_failure : public window_test {};
+
+void errors_throwing_op(const am::window_args<u64, u64, u64>&) {
+    throw std::runtime_error("user op failed");
+}
+
+// An exception from an operation fails the job naming the operation, the window, the origin and
+// the segments, with the original text (issue 36; before: only "user op failed").
+TEST_P(window_failure, operation_exception_names_the_operation) {
+    ::testing::internal::CaptureStderr();
+    const int rc = run([](am::context& ctx) {
+        am::window w = errors_slots_window(ctx);
+        const op_t op = w.register_op<u64, u64, u64>("errors_throwing_op", errors_throwing_op);
+        w.fence();
+        std::vector<u64> in{1, 2}, out{0, 0};
+        if (ctx.rank() == 0) {
+            w.am(op, 1, std::span<const u64>(in), 1, std::span<u64>(out), 1, 2, 0, 1);
+        }
+        w.fence();
+    });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(rc, 0);
+    EXPECT_TRUE(am_test::contains(err,
+                                  "am::window op: rank 1: operation 'errors_throwing_op' of "
+                                  "window 0 (an AM from rank 0, segments 0..2) threw: user op "
+                                  "failed"))
+        << err;
+}
 
 TEST_P(window_errors, bad_arguments_refused_earlier_ams_complete) {
     ASSERT_EQ(run(bad_arguments_job), 0);
@@ -408,5 +438,6 @@ TEST_P(window_mismatch, window_info_differs_on_one_rank) {
 
 AM_INSTANTIATE(window_errors, window_params());
 AM_INSTANTIATE(window_mismatch, window_multi_params());
+AM_INSTANTIATE(window_failure, am_test::without_mpi(am_test::make_params({2}, {2})));
 
 }  // namespace
