@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+// The trace file as a whole (issue 36, item 8): a job that fails with a trace on creates no
+// file and leaves an existing one byte for byte as it was, with no temporary file left next to
+// it; a rank over the cap on events warns once, naming itself and the cap, and the file is
+// valid JSON that records how many events each rank dropped; a trace larger than the window
+// rank 0 pulls at a time (1 MiB) arrives whole. (A failing job on mpi ends with MPI_Abort, so
+// its test runs the job from a script: failed_job_check.sh.)
+#include "support/spmd.hpp"
+#include "trace/json_reader.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <stdexcept>
+
+namespace {
+
+using am_test::spmd_test;
+namespace json = am_test::json;
+
+class trace_file_base : public spmd_test {
+  protected:
+    // The same on every rank of the job (all its processes run this test case).
+    [[nodiscard]] std::string trace_path() const {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        std::string name = std::string(info->name());
+        std::replace(name.begin(), name.end(), '/', '_');
+        return (std::filesystem::temp_directory_path() / ("am_trace_file_" + name + ".json"))
+            .string();
+    }
+    [[nodiscard]] bool rank0_here() const {
+        const std::vector<int> here = visible_ranks();
+        return std::find(here.begin(), here.end(), 0) != here.end();
+    }
+};
+
+// Traffic with the trace on, then the last rank throws: the job fails before trace_stop. A
+// failing job ends with MPI_Abort on mpi: threads and shm only here.
+class trace_failed_job : public trace_file_base {
+  protected:
+    [[nodiscard]] int run_failing(const std::string& path) const {
+        return run(
+            [](am::context& ctx) {
+                am::counter got(ctx);
+                auto ping = ctx.handler([&](am::token&) { got.add(); });
+                ctx.barrier();
+                for (int d = 0; d < ctx.size(); ++d) ctx.request(d, ping);
+                got.wait(static_cast<std::uint64_t>(ctx.size()));
+                ctx.barrier();
+                if (ctx.rank() == ctx.size() - 1) {
+                    throw std::runtime_error("trace_failed_job: deliberate failure");
+                }
+                ctx.barrier();  // the last rank never comes: the job fails here
+            },
+            [&](am::config& c) { c.trace_path = path; });
+    }
+};
+class trace_cap : public trace_file_base {};
+class trace_large : public trace_file_base {};
+
+std::string file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Entries of the file's directory named after it plus a suffix (a temporary file of the trace).
+std::vector<std::string> strays_of(const std::string& path) {
+    const std::filesystem::path p(path);
+    const std::string prefix = p.filename().string() + ".";
+    std::vector<std::string> found;
+    for (const auto& e : std::filesystem::directory_iterator(p.parent_path())) {
+        const std::string name = e.path().filename().string();
+        if (name.compare(0, prefix.size(), prefix) == 0) found.push_back(name);
+    }
+    return found;
+}
+
+TEST_P(trace_failed_job, keeps_an_existing_trace) {
+    const std::string path = trace_path();
+    const std::string good =
+        "{\"traceEvents\":[\n{\"name\":\"an earlier good trace\",\"ph\":\"i\",\"s\":\"t\","
+        "\"ts\":1,\"pid\":0,\"tid\":1}\n]}\n";
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out << good;
+    }
+    const int rc = run_failing(path);
+    EXPECT_NE(rc, 0) << "the job should have failed";
+    EXPECT_EQ(file_bytes(path), good) << "the failed job changed the existing trace " << path;
+    EXPECT_EQ(strays_of(path), std::vector<std::string>{}) << "files left next to " << path;
+    std::filesystem::remove(path);
+}
+
+TEST_P(trace_failed_job, creates_no_file) {
+    const std::string path = trace_path();
+    std::filesystem::remove(path);
+    const int rc = run_failing(path);
+    EXPECT_NE(rc, 0) << "the job should have failed";
+    EXPECT_FALSE(std::filesystem::exists(path)) << "the failed job created " << path;
+    EXPECT_EQ(strays_of(path), std::vector<std::string>{}) << "files left next to " << path;
+    std::filesystem::remove(path);
+}
+
+// Non-metadata events of rank `pid` in the file.
+std::size_t events_of_rank(const json::value& doc, int pid) {
+    std::size_t n = 0;
+    for (const json::value& e : doc.at("traceEvents").arr) {
+        if (static_cast<int>(e.at("pid").num) == pid && e.at("ph").str != "M") ++n;
+    }
+    return n;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+        ++n;
+    }
+    return n;
+}
+
+// 50 events per rank, and every rank records hundreds: each warns once, the file says how
+// many were dropped, and no rank has more than 50 events in it.
+TEST_P(trace_cap, over_the_cap_warns_and_records_the_drop) {
+    const std::string path = trace_path();
+    constexpr std::size_t cap = 50;
+    constexpr int messages = 200;
+    ::testing::internal::CaptureStderr();  // forked shm ranks inherit the redirection
+    const int rc = run(
+        [](am::context& ctx) {
+            am::counter got(ctx);
+            auto ping = ctx.handler([&](am::token&) { got.add(); });
+            ctx.barrier();
+            const int peer = (ctx.rank() + 1) % ctx.size();
+            for (int k = 0; k < messages; ++k) ctx.request(peer, ping);
+            got.wait(messages);
+        },
+        [&](am::config& c) {
+            c.trace_path = path;
+            c.trace_max_events = cap;
+        });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    ASSERT_EQ(rc, 0) << err;
+    for (const int r : visible_ranks()) {
+        const std::string warning = "am: warning: rank " + std::to_string(r) +
+                                    ": the trace reached its cap of 50 events per rank";
+        EXPECT_EQ(count_of(err, warning), 1u) << "rank " << r << ", stderr:\n" << err;
+    }
+    if (!rank0_here()) return;  // rank 0 wrote the file
+    const json::value doc = json::parse_file(path);
+    const json::value& other = doc.at("otherData");
+    EXPECT_EQ(other.at("max_events_per_rank").num, static_cast<double>(cap));
+    const auto& by_rank = other.at("dropped_events_by_rank").arr;
+    ASSERT_EQ(by_rank.size(), static_cast<std::size_t>(ranks()));
+    double total = 0;
+    for (int r = 0; r < ranks(); ++r) {
+        const double dropped = by_rank[static_cast<std::size_t>(r)].num;
+        // At least the sends and handler runs beyond the cap.
+        EXPECT_GE(dropped, 2.0 * messages - static_cast<double>(cap)) << "rank " << r;
+        EXPECT_EQ(events_of_rank(doc, r), cap) << "rank " << r;
+        total += dropped;
+    }
+    EXPECT_EQ(other.at("dropped_events").num, total);
+    std::filesystem::remove(path);
+}
+
+// Each rank records more than rank 0 pulls at a time (1 MiB of JSON, about 5000 events): its
+// events arrive in several windows, whole and in order.
+TEST_P(trace_large, spans_several_windows) {
+    const std::string path = trace_path();
+    constexpr int messages = 6000;  // a send and a handler run each: ~2.4 MB of JSON per rank
+    am_test::shared<std::atomic<std::uint32_t>> ping_index;  // the same on every rank
+    const int rc = run(
+        [&](am::context& ctx) {
+            am::counter got(ctx);
+            auto ping = ctx.handler([&](am::token&) { got.add(); });
+            ping_index->store(ping.index);
+            ctx.barrier();
+            const int peer = (ctx.rank() + 1) % ctx.size();
+            for (int k = 0; k < messages; ++k) ctx.request(peer, ping);
+            got.wait(messages);
+        },
+        [&](am::config& c) { c.trace_path = path; });
+    ASSERT_EQ(rc, 0);
+    if (!rank0_here()) return;
+    EXPECT_GT(std::filesystem::file_size(path), std::uintmax_t{2} << 20);
+    const json::value doc = json::parse_file(path);
+    EXPECT_EQ(doc.at("otherData").at("dropped_events").num, 0.0);
+    std::vector<int> sends(static_cast<std::size_t>(ranks())),
+        runs(static_cast<std::size_t>(ranks()));
+    for (const json::value& e : doc.at("traceEvents").arr) {
+        if (e.at("ph").str == "M") continue;
+        const auto pid = static_cast<std::size_t>(e.at("pid").num);
+        ASSERT_LT(pid, sends.size());
+        const std::string& cat = e.at("cat").str;
+        if (cat != "send" && cat != "handler") continue;
+        if (static_cast<std::uint32_t>(e.at("args").at("handler").num) != ping_index->load()) {
+            continue;
+        }
+        ++(cat == "send" ? sends : runs)[pid];
+    }
+    for (int r = 0; r < ranks(); ++r) {
+        EXPECT_EQ(sends[static_cast<std::size_t>(r)], messages) << "rank " << r;
+        EXPECT_EQ(runs[static_cast<std::size_t>(r)], messages) << "rank " << r;
+    }
+    std::filesystem::remove(path);
+}
+
+AM_INSTANTIATE(trace_failed_job, am_test::without_mpi(am_test::make_params({1, 2, 4}, {1, 2, 4})));
+AM_INSTANTIATE(trace_cap, am_test::make_params({1, 2, 4}, {1, 2, 4}));
+AM_INSTANTIATE(trace_large, am_test::make_params({1, 4}, {4}));
+
+}  // namespace
