@@ -226,7 +226,8 @@ void context_impl::trace_gather(tracer& t, const char* call) {
     trace_write(cursor, drops, call);
 }
 
-// A rank other than 0: sends each window rank 0 asks for, until the last.
+// A rank other than 0: sends each window rank 0 asks for, until the last. It holds at most two
+// windows of text: the one it sends and the next.
 void context_impl::trace_serve(tracer::json_cursor& cursor) {
     std::string pending;
     std::uint64_t served = 0;
@@ -240,6 +241,8 @@ void context_impl::trace_serve(tracer::json_cursor& cursor) {
             }
         }
         last = trace_send_window(cursor, pending);
+        // The next window is made while rank 0 writes this one, not after it asks.
+        if (!last) (void)cursor.fill(pending, trace_window_bytes + 1);
     }
 }
 
