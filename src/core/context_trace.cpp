@@ -75,6 +75,22 @@ int check_trace_path(const std::string& path, bool& direct) {
     return 0;
 }
 
+// The file up to its first event: the rank count, the clock, and what each rank dropped.
+std::string trace_file_head(int size, std::uint64_t base, std::size_t max_events,
+                            const std::vector<std::uint64_t>& drops) {
+    std::uint64_t total = 0;
+    std::string by_rank;
+    for (const std::uint64_t d : drops) {
+        total += d;
+        by_rank += (by_rank.empty() ? "" : ",") + std::to_string(d);
+    }
+    return "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"ranks\":" + std::to_string(size) +
+           ",\"clock_base_ns\":" + std::to_string(base) +
+           ",\"max_events_per_rank\":" + std::to_string(max_events) +
+           ",\"dropped_events\":" + std::to_string(total) + ",\"dropped_events_by_rank\":[" +
+           by_rank + "]},\"traceEvents\":[\n";
+}
+
 }  // namespace
 
 // The poll while tracing: each delivery goes through this sink, which times it and records a
@@ -318,16 +334,7 @@ void context_impl::trace_write(tracer::json_cursor& cursor, const std::vector<st
     };
     try {
         _trace_window.assign(trace_window_bytes, '\0');
-        std::uint64_t total = 0;
-        std::string by_rank;
-        for (const std::uint64_t d : drops) {
-            total += d;
-            by_rank += (by_rank.empty() ? "" : ",") + std::to_string(d);
-        }
-        put("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"ranks\":" + std::to_string(_size) +
-            ",\"clock_base_ns\":" + std::to_string(_trace_base) + ",\"max_events_per_rank\":" +
-            std::to_string(_trace_max_events) + ",\"dropped_events\":" + std::to_string(total) +
-            ",\"dropped_events_by_rank\":[" + by_rank + "]},\"traceEvents\":[\n");
+        put(trace_file_head(_size, _trace_base, _trace_max_events, drops));
         std::string piece;
         for (bool done = false; !done; piece.clear()) {  // rank 0's own events
             done = cursor.fill(piece, trace_window_bytes);
