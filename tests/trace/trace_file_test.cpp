@@ -3,8 +3,9 @@
 // file and leaves an existing one byte for byte as it was, with no temporary file left next to
 // it; a rank over the cap on events warns once, naming itself and the cap, and the file is
 // valid JSON that records how many events each rank dropped; a trace larger than the window
-// rank 0 pulls at a time (1 MiB) arrives whole. (A failing job on mpi ends with MPI_Abort, so
-// its test runs the job from a script: failed_job_check.sh.)
+// rank 0 pulls at a time (1 MiB) arrives whole, and writing one takes less memory than its
+// text. (A failing job on mpi ends with MPI_Abort, so its test runs the job from a script:
+// failed_job_check.sh.)
 #include "support/spmd.hpp"
 #include "trace/json_reader.hpp"
 
@@ -58,6 +59,8 @@ class trace_failed_job : public trace_file_base {
 };
 class trace_cap : public trace_file_base {};
 class trace_large : public trace_file_base {};
+// One thread rank: rank 0 runs in the test process, whose memory the test reads.
+class trace_memory : public trace_file_base {};
 
 std::string file_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -206,8 +209,45 @@ TEST_P(trace_large, spans_several_windows) {
     std::filesystem::remove(path);
 }
 
+// The process's peak resident memory so far (VmHWM), in bytes.
+std::size_t peak_rss() {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
+    }
+    throw std::runtime_error("no VmHWM in /proc/self/status");
+}
+
+// Writing a trace takes memory for the records (40 bytes each) and a few windows of text, not
+// for the file: 300 000 events make about 70 MiB of JSON, while the peak grows by about 20 MiB
+// (the records, 12 MB, their vector's growth, the windows); the bound is 40 MiB. Built in one
+// string, the text alone would take the 70 MiB.
+TEST_P(trace_memory, writing_takes_less_memory_than_the_file) {
+    const std::string path = trace_path();
+    constexpr int messages = 150'000;
+    constexpr std::size_t bound = std::size_t{40} << 20;
+    const std::size_t before = peak_rss();
+    const int rc = run(
+        [](am::context& ctx) {
+            am::counter got(ctx);
+            auto ping = ctx.handler([&](am::token&) { got.add(); });
+            ctx.barrier();
+            for (int k = 0; k < messages; ++k) ctx.request(0, ping);
+            got.wait(messages);
+        },
+        [&](am::config& c) { c.trace_path = path; });
+    ASSERT_EQ(rc, 0);
+    const std::size_t grown = peak_rss() - before;
+    const std::uintmax_t file = std::filesystem::file_size(path);
+    EXPECT_GT(file, bound) << "the text alone would not fit in the bound";
+    EXPECT_LT(grown, bound) << "the peak grew by " << (grown >> 20) << " MiB writing a "
+                            << (file >> 20) << " MiB trace";
+    std::filesystem::remove(path);
+}
+
 AM_INSTANTIATE(trace_failed_job, am_test::without_mpi(am_test::make_params({1, 2, 4}, {1, 2, 4})));
 AM_INSTANTIATE(trace_cap, am_test::make_params({1, 2, 4}, {1, 2, 4}));
 AM_INSTANTIATE(trace_large, am_test::make_params({1, 4}, {4}));
+AM_INSTANTIATE(trace_memory, am_test::make_params({1}, {}));
 
 }  // namespace
