@@ -209,6 +209,14 @@ TEST_P(trace_large, spans_several_windows) {
     std::filesystem::remove(path);
 }
 
+// ASan keeps freed memory in quarantine and TSan shadows it: the peak of a sanitized process
+// says nothing about what the writer holds, so there the bound is not checked.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool rss_means_nothing = true;
+#else
+constexpr bool rss_means_nothing = false;
+#endif
+
 // The process's peak resident memory so far (VmHWM), in bytes.
 std::size_t peak_rss() {
     std::ifstream in("/proc/self/status");
@@ -240,8 +248,10 @@ TEST_P(trace_memory, writing_takes_less_memory_than_the_file) {
     const std::size_t grown = peak_rss() - before;
     const std::uintmax_t file = std::filesystem::file_size(path);
     EXPECT_GT(file, bound) << "the text alone would not fit in the bound";
-    EXPECT_LT(grown, bound) << "the peak grew by " << (grown >> 20) << " MiB writing a "
-                            << (file >> 20) << " MiB trace";
+    if (!rss_means_nothing) {
+        EXPECT_LT(grown, bound) << "the peak grew by " << (grown >> 20) << " MiB writing a "
+                                << (file >> 20) << " MiB trace";
+    }
     std::filesystem::remove(path);
 }
 
