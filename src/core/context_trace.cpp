@@ -54,17 +54,19 @@ std::FILE* open_temp_next_to(const std::string& path, std::string& tmp) {
 
 // Rank 0 at trace_start: 0 if the trace can be written to `path` at the end, else an errno.
 // Nothing is created or truncated: a job that fails before trace_stop leaves `path` as it was.
-// A path that exists and is not a regular file (a FIFO, /dev/stdout) cannot be replaced by a
-// rename: it is written in place (`direct`).
+// An existing file must be writable, as when it was opened for writing here: the rename could
+// replace a read-only one. A path that exists and is not a regular file (a FIFO, /dev/stdout)
+// cannot be replaced by a rename: it is written in place (`direct`).
 int check_trace_path(const std::string& path, bool& direct) {
     direct = false;
     if (path.empty()) return EINVAL;
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0) {
         if (S_ISDIR(st.st_mode)) return EISDIR;
+        if (::access(path.c_str(), W_OK) != 0) return errno;
         if (!S_ISREG(st.st_mode)) {
             direct = true;
-            return ::access(path.c_str(), W_OK) == 0 ? 0 : errno;
+            return 0;
         }
     }
     std::string tmp;
@@ -328,6 +330,10 @@ void context_impl::trace_write(tracer::json_cursor& cursor, const std::vector<st
         _trace_direct ? std::fopen(_trace_path.c_str(), "w") : open_temp_next_to(_trace_path, tmp);
     bool ok = f != nullptr;
     int err = ok ? 0 : errno;
+    struct stat st {};
+    if (ok && !tmp.empty() && ::stat(_trace_path.c_str(), &st) == 0) {
+        (void)::fchmod(::fileno(f), st.st_mode & 07777);  // a replaced file keeps its mode
+    }
     auto put = [&](const std::string& text) {
         if (ok && std::fwrite(text.data(), 1, text.size(), f) != text.size())
             ok = false, err = errno;

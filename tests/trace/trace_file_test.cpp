@@ -57,6 +57,7 @@ class trace_failed_job : public trace_file_base {
             [&](am::config& c) { c.trace_path = path; });
     }
 };
+class trace_replace : public trace_file_base {};
 class trace_cap : public trace_file_base {};
 class trace_large : public trace_file_base {};
 // One thread rank: rank 0 runs in the test process, whose memory the test reads.
@@ -103,6 +104,35 @@ TEST_P(trace_failed_job, creates_no_file) {
     EXPECT_FALSE(std::filesystem::exists(path)) << "the failed job created " << path;
     EXPECT_EQ(strays_of(path), std::vector<std::string>{}) << "files left next to " << path;
     std::filesystem::remove(path);
+}
+
+// A job that succeeds replaces an existing file (here not JSON at all) with its trace, which
+// keeps the old file's permissions, and leaves nothing next to it.
+TEST_P(trace_replace, replaces_an_existing_file_keeping_its_mode) {
+    const std::string path = trace_path();
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out << "not a trace";
+    }
+    namespace fs = std::filesystem;
+    const auto mode = fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read;
+    fs::permissions(path, mode);
+    const int rc = run(
+        [](am::context& ctx) {
+            am::counter got(ctx);
+            auto ping = ctx.handler([&](am::token&) { got.add(); });
+            ctx.barrier();
+            for (int d = 0; d < ctx.size(); ++d) ctx.request(d, ping);
+            got.wait(static_cast<std::uint64_t>(ctx.size()));
+        },
+        [&](am::config& c) { c.trace_path = path; });
+    ASSERT_EQ(rc, 0);
+    if (!rank0_here()) return;  // rank 0 wrote it
+    const json::value doc = json::parse_file(path);
+    EXPECT_EQ(doc.at("otherData").at("ranks").num, ranks());
+    EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, mode);
+    EXPECT_EQ(strays_of(path), std::vector<std::string>{}) << "files left next to " << path;
+    fs::remove(path);
 }
 
 // Non-metadata events of rank `pid` in the file.
@@ -256,6 +286,7 @@ TEST_P(trace_memory, writing_takes_less_memory_than_the_file) {
 }
 
 AM_INSTANTIATE(trace_failed_job, am_test::without_mpi(am_test::make_params({1, 2, 4}, {1, 2, 4})));
+AM_INSTANTIATE(trace_replace, am_test::make_params({1, 2}, {2}));
 AM_INSTANTIATE(trace_cap, am_test::make_params({1, 2, 4}, {1, 2, 4}));
 AM_INSTANTIATE(trace_large, am_test::make_params({1, 4}, {4}));
 AM_INSTANTIATE(trace_memory, am_test::make_params({1}, {}));
