@@ -283,6 +283,7 @@ class context_impl final : public transport::message_sink {
     std::unique_ptr<tracer> _trace_owner;  // kept after stop until the next start
     std::size_t _trace_max_events;         // config::trace_max_events or AM_TRACE_MAX_EVENTS
     std::string _trace_path;
+    std::string _trace_file;     // rank 0: the file written (the path through its links)
     bool _trace_direct = false;  // rank 0: the path is not a regular file; written in place
     std::uint32_t _trace_handler = ~0u;
     std::uint64_t _trace_base = 0;  // rank 0's trace_now() at trace_start: the file's zero

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -56,21 +57,28 @@ std::FILE* open_temp_next_to(const std::string& path, std::string& tmp) {
 // Nothing is created or truncated: a job that fails before trace_stop leaves `path` as it was.
 // An existing file must be writable, as when it was opened for writing here: the rename could
 // replace a read-only one. A path that exists and is not a regular file (a FIFO, /dev/stdout)
-// cannot be replaced by a rename: it is written in place (`direct`).
-int check_trace_path(const std::string& path, bool& direct) {
+// cannot be replaced by a rename: it is written in place (`direct`). `file`: the file to
+// write, `path` or, when it exists, what its symbolic links lead to (the rename replaces the
+// file a link leads to, not the link).
+int check_trace_path(const std::string& path, bool& direct, std::string& file) {
     direct = false;
+    file = path;
     if (path.empty()) return EINVAL;
+    if (char* real = ::realpath(path.c_str(), nullptr)) {
+        file = real;
+        std::free(real);
+    }
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
+    if (::stat(file.c_str(), &st) == 0) {
         if (S_ISDIR(st.st_mode)) return EISDIR;
-        if (::access(path.c_str(), W_OK) != 0) return errno;
+        if (::access(file.c_str(), W_OK) != 0) return errno;
         if (!S_ISREG(st.st_mode)) {
             direct = true;
             return 0;
         }
     }
     std::string tmp;
-    std::FILE* f = open_temp_next_to(path, tmp);
+    std::FILE* f = open_temp_next_to(file, tmp);
     if (f == nullptr) return errno;
     std::fclose(f);
     ::unlink(tmp.c_str());
@@ -191,7 +199,7 @@ void context_impl::trace_start(std::string_view path, const char* call) {
         std::int64_t err;
         std::uint64_t now;
     } mine{0, trace_now()};
-    if (_rank == 0) mine.err = check_trace_path(_trace_path, _trace_direct);
+    if (_rank == 0) mine.err = check_trace_path(_trace_path, _trace_direct, _trace_file);
     std::vector<opening> all(static_cast<std::size_t>(_size));
     _tp.allgather(transport::coll::trace, &mine, all.data(), sizeof mine, [this] { return poll(); },
                   {});
@@ -327,11 +335,11 @@ void context_impl::trace_write(tracer::json_cursor& cursor, const std::vector<st
                                const char* call) {
     std::string tmp;
     std::FILE* f =
-        _trace_direct ? std::fopen(_trace_path.c_str(), "w") : open_temp_next_to(_trace_path, tmp);
+        _trace_direct ? std::fopen(_trace_file.c_str(), "w") : open_temp_next_to(_trace_file, tmp);
     bool ok = f != nullptr;
     int err = ok ? 0 : errno;
     struct stat st {};
-    if (ok && !tmp.empty() && ::stat(_trace_path.c_str(), &st) == 0) {
+    if (ok && !tmp.empty() && ::stat(_trace_file.c_str(), &st) == 0) {
         (void)::fchmod(::fileno(f), st.st_mode & 07777);  // a replaced file keeps its mode
     }
     auto put = [&](const std::string& text) {
@@ -361,7 +369,7 @@ void context_impl::trace_write(tracer::json_cursor& cursor, const std::vector<st
     _trace_from.store(-1, std::memory_order_relaxed);
     std::string().swap(_trace_window);
     if (f != nullptr && std::fclose(f) != 0 && ok) ok = false, err = errno;
-    if (ok && !tmp.empty() && std::rename(tmp.c_str(), _trace_path.c_str()) != 0) {
+    if (ok && !tmp.empty() && std::rename(tmp.c_str(), _trace_file.c_str()) != 0) {
         ok = false, err = errno;
     }
     if (!ok) {

@@ -135,6 +135,42 @@ TEST_P(trace_replace, replaces_an_existing_file_keeping_its_mode) {
     fs::remove(path);
 }
 
+// A path that is a symbolic link: the trace replaces the file it leads to, the link stays.
+TEST_P(trace_replace, writes_through_a_symbolic_link) {
+    namespace fs = std::filesystem;
+    const std::string path = trace_path();
+    const std::string target = path + "-target";  // not a stray of `path`
+    {
+        std::ofstream out(target, std::ios::binary | std::ios::trunc);
+        out << "not a trace";
+    }
+    // Every process of an mpi job does this before its rank starts: none removes a link
+    // another made, so rank 0 finds the link when it checks the path.
+    std::error_code ignored;
+    if (!fs::is_symlink(path)) {
+        fs::remove(path, ignored);
+        fs::create_symlink(target, path, ignored);
+    }
+    ASSERT_TRUE(fs::is_symlink(path));
+    const int rc = run(
+        [](am::context& ctx) {
+            am::counter got(ctx);
+            auto ping = ctx.handler([&](am::token&) { got.add(); });
+            ctx.barrier();
+            for (int d = 0; d < ctx.size(); ++d) ctx.request(d, ping);
+            got.wait(static_cast<std::uint64_t>(ctx.size()));
+        },
+        [&](am::config& c) { c.trace_path = path; });
+    ASSERT_EQ(rc, 0);
+    if (!rank0_here()) return;  // rank 0 wrote it
+    EXPECT_TRUE(fs::is_symlink(path)) << "the trace replaced the link " << path;
+    const json::value doc = json::parse_file(target);
+    EXPECT_EQ(doc.at("otherData").at("ranks").num, ranks());
+    EXPECT_EQ(strays_of(target), std::vector<std::string>{}) << "files left next to " << target;
+    fs::remove(path);
+    fs::remove(target);
+}
+
 // Non-metadata events of rank `pid` in the file.
 std::size_t events_of_rank(const json::value& doc, int pid) {
     std::size_t n = 0;
