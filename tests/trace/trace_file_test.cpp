@@ -59,7 +59,10 @@ class trace_failed_job : public trace_file_base {
 };
 class trace_replace : public trace_file_base {};
 class trace_cap : public trace_file_base {};
-class trace_large : public trace_file_base {};
+class trace_large : public trace_file_base {
+  protected:
+    void pings_span_windows(const am_test::tweak_fn& tweak);
+};
 // One thread rank: rank 0 runs in the test process, whose memory the test reads.
 class trace_memory : public trace_file_base {};
 
@@ -233,9 +236,29 @@ TEST_P(trace_cap, over_the_cap_warns_and_records_the_drop) {
     std::filesystem::remove(path);
 }
 
+// Every send and handler run of `messages` pings per rank is in the file at `path`.
+void expect_every_ping(const std::string& path, int ranks, int messages, std::uint32_t ping) {
+    const json::value doc = json::parse_file(path);
+    EXPECT_EQ(doc.at("otherData").at("dropped_events").num, 0.0);
+    std::vector<int> sends(static_cast<std::size_t>(ranks)), runs(static_cast<std::size_t>(ranks));
+    for (const json::value& e : doc.at("traceEvents").arr) {
+        if (e.at("ph").str == "M") continue;
+        const auto pid = static_cast<std::size_t>(e.at("pid").num);
+        ASSERT_LT(pid, sends.size());
+        const std::string& cat = e.at("cat").str;
+        if (cat != "send" && cat != "handler") continue;
+        if (static_cast<std::uint32_t>(e.at("args").at("handler").num) != ping) continue;
+        ++(cat == "send" ? sends : runs)[pid];
+    }
+    for (int r = 0; r < ranks; ++r) {
+        EXPECT_EQ(sends[static_cast<std::size_t>(r)], messages) << "rank " << r;
+        EXPECT_EQ(runs[static_cast<std::size_t>(r)], messages) << "rank " << r;
+    }
+}
+
 // Each rank records more than rank 0 pulls at a time (1 MiB of JSON, about 5000 events): its
-// events arrive in several windows, whole and in order.
-TEST_P(trace_large, spans_several_windows) {
+// events arrive in several windows, whole. `tweak` adds to the configuration.
+void trace_large::pings_span_windows(const am_test::tweak_fn& tweak) {
     const std::string path = trace_path();
     constexpr int messages = 6000;  // a send and a handler run each: ~2.4 MB of JSON per rank
     am_test::shared<std::atomic<std::uint32_t>> ping_index;  // the same on every rank
@@ -249,30 +272,24 @@ TEST_P(trace_large, spans_several_windows) {
             for (int k = 0; k < messages; ++k) ctx.request(peer, ping);
             got.wait(messages);
         },
-        [&](am::config& c) { c.trace_path = path; });
+        [&](am::config& c) {
+            c.trace_path = path;
+            if (tweak) tweak(c);
+        });
     ASSERT_EQ(rc, 0);
     if (!rank0_here()) return;
     EXPECT_GT(std::filesystem::file_size(path), std::uintmax_t{2} << 20);
-    const json::value doc = json::parse_file(path);
-    EXPECT_EQ(doc.at("otherData").at("dropped_events").num, 0.0);
-    std::vector<int> sends(static_cast<std::size_t>(ranks())),
-        runs(static_cast<std::size_t>(ranks()));
-    for (const json::value& e : doc.at("traceEvents").arr) {
-        if (e.at("ph").str == "M") continue;
-        const auto pid = static_cast<std::size_t>(e.at("pid").num);
-        ASSERT_LT(pid, sends.size());
-        const std::string& cat = e.at("cat").str;
-        if (cat != "send" && cat != "handler") continue;
-        if (static_cast<std::uint32_t>(e.at("args").at("handler").num) != ping_index->load()) {
-            continue;
-        }
-        ++(cat == "send" ? sends : runs)[pid];
-    }
-    for (int r = 0; r < ranks(); ++r) {
-        EXPECT_EQ(sends[static_cast<std::size_t>(r)], messages) << "rank " << r;
-        EXPECT_EQ(runs[static_cast<std::size_t>(r)], messages) << "rank " << r;
-    }
+    expect_every_ping(path, ranks(), messages, ping_index->load());
     std::filesystem::remove(path);
+}
+
+TEST_P(trace_large, spans_several_windows) {
+    pings_span_windows({});
+}
+
+// The windows' pieces arrive on rank 0's progress thread while its own thread waits for them.
+TEST_P(trace_large, spans_several_windows_with_progress_thread) {
+    pings_span_windows([](am::config& c) { c.progress_thread = true; });
 }
 
 // ASan keeps freed memory in quarantine and TSan shadows it: the peak of a sanitized process
