@@ -205,7 +205,8 @@ class context_impl final : public transport::message_sink {
     void trace_serve(tracer::json_cursor& cursor);
     void trace_write(tracer::json_cursor& cursor, const std::vector<std::uint64_t>& drops,
                      const char* call);
-    void trace_pull(int from, std::FILE* f, bool& ok, int& err);
+    struct trace_output;
+    void trace_pull(int from, trace_output& out);
     static void trace_chunk(void* obj, token& t, const std::uint64_t* args, std::byte* payload,
                             std::size_t len);
     void check_tables(transport::coll kind);

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace am::detail {
 namespace {
@@ -53,36 +54,42 @@ std::FILE* open_temp_next_to(const std::string& path, std::string& tmp) {
     return nullptr;
 }
 
-// Rank 0 at trace_start: 0 if the trace can be written to `path` at the end, else an errno.
-// Nothing is created or truncated: a job that fails before trace_stop leaves `path` as it was.
-// An existing file must be writable, as when it was opened for writing here: the rename could
-// replace a read-only one. A path that exists and is not a regular file (a FIFO, /dev/stdout)
-// cannot be replaced by a rename: it is written in place (`direct`). `file`: the file to
-// write, `path` or, when it exists, what its symbolic links lead to (the rename replaces the
-// file a link leads to, not the link).
-int check_trace_path(const std::string& path, bool& direct, std::string& file) {
-    direct = false;
-    file = path;
-    if (path.empty()) return EINVAL;
+// Where rank 0 writes a trace, decided at trace_start.
+struct trace_target {
+    int err = 0;          // 0 if the trace can be written at the end, else an errno
+    std::string file;     // the path or, when it exists, what its symbolic links lead to
+    bool direct = false;  // not a regular file: written in place
+};
+
+// Rank 0 at trace_start. Nothing is created or truncated: a job that fails before trace_stop
+// leaves `path` as it was. An existing file must be writable, as when it was opened for writing
+// here: the rename could replace a read-only one. The rename replaces the file a symbolic link
+// leads to, not the link. A path that exists and is not a regular file (a FIFO, /dev/stdout)
+// cannot be replaced by a rename: it is written in place.
+trace_target check_trace_path(const std::string& path) {
+    trace_target t{0, path, false};
+    auto failed = [&t](int err) {
+        t.err = err;
+        return t;
+    };
+    if (path.empty()) return failed(EINVAL);
     if (char* real = ::realpath(path.c_str(), nullptr)) {
-        file = real;
+        t.file = real;
         std::free(real);
     }
     struct stat st {};
-    if (::stat(file.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return EISDIR;
-        if (::access(file.c_str(), W_OK) != 0) return errno;
-        if (!S_ISREG(st.st_mode)) {
-            direct = true;
-            return 0;
-        }
+    if (::stat(t.file.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return failed(EISDIR);
+        if (::access(t.file.c_str(), W_OK) != 0) return failed(errno);
+        t.direct = !S_ISREG(st.st_mode);
+        if (t.direct) return t;
     }
     std::string tmp;
-    std::FILE* f = open_temp_next_to(file, tmp);
-    if (f == nullptr) return errno;
+    std::FILE* f = open_temp_next_to(t.file, tmp);
+    if (f == nullptr) return failed(errno);
     std::fclose(f);
     ::unlink(tmp.c_str());
-    return 0;
+    return t;
 }
 
 // The file up to its first event: the rank count, the clock, and what each rank dropped.
@@ -199,7 +206,12 @@ void context_impl::trace_start(std::string_view path, const char* call) {
         std::int64_t err;
         std::uint64_t now;
     } mine{0, trace_now()};
-    if (_rank == 0) mine.err = check_trace_path(_trace_path, _trace_direct, _trace_file);
+    if (_rank == 0) {
+        trace_target t = check_trace_path(_trace_path);
+        mine.err = t.err;
+        _trace_file = std::move(t.file);
+        _trace_direct = t.direct;
+    }
     std::vector<opening> all(static_cast<std::size_t>(_size));
     _tp.allgather(transport::coll::trace, &mine, all.data(), sizeof mine, [this] { return poll(); },
                   {});
@@ -300,9 +312,56 @@ bool context_impl::trace_send_window(tracer::json_cursor& cursor, std::string& p
     return last;
 }
 
-// Rank 0: asks rank `from` for its windows one after another and writes each (while `ok`;
-// after a failed write it still takes them, so that every rank finishes its trace_stop).
-void context_impl::trace_pull(int from, std::FILE* f, bool& ok, int& err) {
+// Rank 0's output while it writes a trace: a temporary file next to the target, or the target
+// itself when it is not a regular file, and the first error. Until commit() renamed it into
+// place, the temporary file goes with this object, also when an exception leaves trace_write.
+struct context_impl::trace_output {
+    std::string target, tmp;
+    std::FILE* f = nullptr;
+    int err = 0;  // the first failure (an errno), 0 while all is well
+
+    trace_output(const std::string& file, bool direct) : target(file) {
+        f = direct ? std::fopen(file.c_str(), "w") : open_temp_next_to(file, tmp);
+        if (f == nullptr) {
+            err = errno;
+            return;
+        }
+        struct stat st {};
+        if (!tmp.empty() && ::stat(file.c_str(), &st) == 0) {
+            (void)::fchmod(::fileno(f), st.st_mode & 07777);  // a replaced file keeps its mode
+        }
+    }
+    trace_output(const trace_output&) = delete;
+    trace_output& operator=(const trace_output&) = delete;
+    ~trace_output() {
+        if (f != nullptr) std::fclose(f);
+        if (!tmp.empty()) ::unlink(tmp.c_str());
+    }
+    // After a failure nothing more is written (the ranks' windows are still taken).
+    void put(const char* data, std::size_t n) {
+        if (err == 0 && std::fwrite(data, 1, n, f) != n) err = errno;
+    }
+    void put(const std::string& text) { put(text.data(), text.size()); }
+    // Closes the file and renames the temporary file to the target; the first error, or 0.
+    int commit() {
+        if (f != nullptr) {
+            const int closed = std::fclose(f);
+            f = nullptr;
+            if (closed != 0 && err == 0) err = errno;
+        }
+        if (err == 0 && !tmp.empty()) {
+            if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+                err = errno;
+            } else {
+                tmp.clear();
+            }
+        }
+        return err;
+    }
+};
+
+// Rank 0: asks rank `from` for its windows one after another and writes each.
+void context_impl::trace_pull(int from, trace_output& out) {
     bool last = false;
     unsigned backoff = 0;
     while (!last) {
@@ -324,7 +383,7 @@ void context_impl::trace_pull(int from, std::FILE* f, bool& ok, int& err) {
             }
         }
         last = _trace_final.load(std::memory_order_relaxed);
-        if (ok && std::fwrite(_trace_window.data(), 1, len, f) != len) ok = false, err = errno;
+        out.put(_trace_window.data(), len);
     }
 }
 
@@ -333,47 +392,27 @@ void context_impl::trace_pull(int from, std::FILE* f, bool& ok, int& err) {
 // existing file at the path stays as it was.
 void context_impl::trace_write(tracer::json_cursor& cursor, const std::vector<std::uint64_t>& drops,
                                const char* call) {
-    std::string tmp;
-    std::FILE* f =
-        _trace_direct ? std::fopen(_trace_file.c_str(), "w") : open_temp_next_to(_trace_file, tmp);
-    bool ok = f != nullptr;
-    int err = ok ? 0 : errno;
-    struct stat st {};
-    if (ok && !tmp.empty() && ::stat(_trace_file.c_str(), &st) == 0) {
-        (void)::fchmod(::fileno(f), st.st_mode & 07777);  // a replaced file keeps its mode
-    }
-    auto put = [&](const std::string& text) {
-        if (ok && std::fwrite(text.data(), 1, text.size(), f) != text.size())
-            ok = false, err = errno;
-    };
-    try {
-        _trace_window.assign(trace_window_bytes, '\0');
-        put(trace_file_head(_size, _trace_base, _trace_max_events, drops));
-        std::string piece;
-        for (bool done = false; !done; piece.clear()) {  // rank 0's own events
-            done = cursor.fill(piece, trace_window_bytes);
-            put(piece);
+    struct window_reset {  // also when an exception leaves
+        context_impl& c;
+        ~window_reset() {
+            c._trace_from.store(-1, std::memory_order_relaxed);
+            std::string().swap(c._trace_window);
         }
-        for (int r = 1; r < _size; ++r) {
-            put(",\n");  // between the ranks' events
-            trace_pull(r, f, ok, err);
-        }
-        put("\n]}\n");
-    } catch (...) {
-        _trace_from.store(-1, std::memory_order_relaxed);
-        std::string().swap(_trace_window);
-        if (f != nullptr) std::fclose(f);
-        if (!tmp.empty()) ::unlink(tmp.c_str());
-        throw;
+    } reset{*this};
+    _trace_window.assign(trace_window_bytes, '\0');
+    trace_output out(_trace_file, _trace_direct);
+    out.put(trace_file_head(_size, _trace_base, _trace_max_events, drops));
+    std::string piece;
+    for (bool done = false; !done; piece.clear()) {  // rank 0's own events
+        done = cursor.fill(piece, trace_window_bytes);
+        out.put(piece);
     }
-    _trace_from.store(-1, std::memory_order_relaxed);
-    std::string().swap(_trace_window);
-    if (f != nullptr && std::fclose(f) != 0 && ok) ok = false, err = errno;
-    if (ok && !tmp.empty() && std::rename(tmp.c_str(), _trace_file.c_str()) != 0) {
-        ok = false, err = errno;
+    for (int r = 1; r < _size; ++r) {
+        out.put(",\n");  // between the ranks' events
+        trace_pull(r, out);
     }
-    if (!ok) {
-        if (!tmp.empty()) ::unlink(tmp.c_str());
+    out.put("\n]}\n");
+    if (const int err = out.commit(); err != 0) {
         fail(errc::invalid_argument, call, _rank,
              "could not write the trace file '" + _trace_path + "': " + std::strerror(err));
     }
