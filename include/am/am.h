@@ -184,13 +184,14 @@ AM_NODISCARD am_status_t am_barrier(am_context_t* ctx) AM_NOEXCEPT;
 
 /// Collective: starts recording a trace of this rank for `am_trace_stop` to write to `path`
 /// (the Chrome/Perfetto trace-event format, docs/observability.md); every rank passes the
-/// same path. Rank 0 opens the file here: a path it cannot write returns
+/// same path. Rank 0 checks here that it can write the file: a path it cannot write returns
 /// `AM_ERR_INVALID_ARGUMENT` on every rank (message naming the call, rank 0 and the path).
 /// Tracing already on (e.g. `AM_TRACE`) returns `AM_ERR_BAD_CONTEXT`. From the rank's own
 /// thread, not from a handler.
 AM_NODISCARD am_status_t am_trace_start(am_context_t* ctx, const char* path) AM_NOEXCEPT;
 /// Collective: stops recording and writes the trace (every rank's records go to rank 0 as
-/// messages; rank 0 writes the file). Does nothing when tracing is off. From the rank's own
+/// messages; rank 0 writes the file, which appears only complete: a job that fails leaves an
+/// existing file at the path as it was). Does nothing when tracing is off. From the rank's own
 /// thread, not from a handler, while no other thread of the rank is inside the library.
 AM_NODISCARD am_status_t am_trace_stop(am_context_t* ctx) AM_NOEXCEPT;
 

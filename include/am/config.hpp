@@ -85,6 +85,12 @@ struct config {
     /// and `trace_stop` at the end. When empty, am::run still reads `AM_TRACE` itself, also for
     /// a config built in code.
     std::string trace_path;
+    /// Most trace events a rank records (`AM_TRACE_MAX_EVENTS`, a count >= 1 such as 500000 or
+    /// 4M; 0, the default here: `AM_TRACE_MAX_EVENTS` when set, else 1 000 000). A rank keeps
+    /// its first events up to the cap and counts the rest: the first one dropped prints a
+    /// warning naming the rank and the cap, and the file's `otherData` says how many each rank
+    /// dropped (docs/observability.md). Bounds the records held (40 bytes each) and the file.
+    std::size_t trace_max_events = 0;
     /// Let several threads of a rank send and poll at once (`AM_THREAD_MULTIPLE=1`, default
     /// off): the core then serialises its own state internally, as with `progress_thread`, and
     /// coalescing layers keep one buffer set per sending thread. Costs a lock per core send.

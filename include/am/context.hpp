@@ -348,8 +348,10 @@ class context {
     /// Collective: starts recording a trace of this rank (handler runs, sends, waits and their
     /// cause, epochs and their detector rounds, RMA operations) for `trace_stop` to write to
     /// `path` in the Chrome/Perfetto trace-event format (docs/observability.md). Every rank
-    /// passes the same path; rank 0 opens it for writing here, so an unwritable path raises
-    /// `am::error` (errc::invalid_argument) on every rank naming the call, rank 0 and the path.
+    /// passes the same path; rank 0 checks here that it can write it (without touching the
+    /// path), so an unwritable path raises `am::error` (errc::invalid_argument) on every rank
+    /// naming the call, rank 0 and the path. Each rank records at most
+    /// config::trace_max_events events (`AM_TRACE_MAX_EVENTS`) and warns once when it drops one.
     /// Returns once every rank records, so a message sent after the call is traced where it
     /// runs. Tracing already on (e.g. `AM_TRACE`) raises errc::bad_context. Call it from the rank's
     /// own thread, outside handlers; records go to one buffer per thread that records
@@ -357,8 +359,10 @@ class context {
     void trace_start(std::string_view path);
     /// Collective: stops recording and writes the trace: every rank's records travel to rank
     /// 0 as messages of the library's handler "am::trace::chunk" (any transport, no shared file
-    /// system needed), and rank 0 writes one file with a track per rank and thread. Events end
-    /// at this call. Call it from the rank's own thread, outside handlers, while no other
+    /// system needed), a window at a time, and rank 0 streams them into a temporary file next
+    /// to the path, renamed to the path once complete: a job that fails leaves an existing file
+    /// at the path as it was. One file with a track per rank and thread. Events end at this
+    /// call. Call it from the rank's own thread, outside handlers, while no other
     /// thread of the rank is inside a call of the library (the progress thread may be).
     /// Nothing happens when tracing is off. With `AM_TRACE`, am::run calls it at the end.
     void trace_stop();

@@ -2,6 +2,8 @@
 #include <am/config.hpp>
 #include <am/error.hpp>
 
+#include "trace.hpp"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +68,18 @@ double parse_heartbeat(const char* text) {
 
 }  // namespace
 
+std::size_t detail::trace_max_events_from_env() {
+    const char* v = std::getenv("AM_TRACE_MAX_EVENTS");
+    if (v == nullptr) return default_trace_max_events;
+    const std::size_t n = parse_size("AM_TRACE_MAX_EVENTS", v);
+    if (n == 0) {
+        throw error(errc::invalid_argument,
+                    "am::config::from_env: AM_TRACE_MAX_EVENTS=0: the cap on trace events per "
+                    "rank is at least 1");
+    }
+    return n;
+}
+
 bool launched_by_mpi() noexcept {
     // Open MPI, MPICH/Hydra and Slurm (PMI-1/2), PMIx (Open MPI 5, srun --mpi=pmix).
     for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"}) {
@@ -119,6 +133,9 @@ config config::from_env() {
     }
     if (const char* v = std::getenv("AM_STATS")) c.print_stats = parse_bool("AM_STATS", v);
     if (const char* v = std::getenv("AM_TRACE")) c.trace_path = v;
+    if (std::getenv("AM_TRACE_MAX_EVENTS") != nullptr) {
+        c.trace_max_events = detail::trace_max_events_from_env();
+    }
     if (const char* v = std::getenv("AM_RMA")) {
         const std::string t = v;
         if (t == "auto") {

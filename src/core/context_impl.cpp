@@ -21,6 +21,8 @@ context_impl::context_impl(transport::transport& tp, const config& cfg)
     _header_base = static_cast<std::uint64_t>(_rank) << 32;
     _locking = cfg.thread_multiple;
     _fast = !cfg.progress_thread && !cfg.thread_multiple;
+    _trace_max_events =
+        cfg.trace_max_events != 0 ? cfg.trace_max_events : trace_max_events_from_env();
     update_slow_path();
     _saved_frame = t_frame;
     t_frame = frame_of(this, home_mark);

@@ -200,7 +200,13 @@ class context_impl final : public transport::message_sink {
     // poll_locked when `_poll_slow`: flushes queued messages or polls traced. Out of line, so
     // the poll inlined into every send path stays one test and one call as without tracing.
     [[gnu::noinline]] std::size_t poll_slow();
-    void trace_gather(const std::string& mine, const char* call);
+    void trace_gather(tracer& t, const char* call);
+    bool trace_send_window(tracer::json_cursor& cursor, std::string& pending);
+    void trace_serve(tracer::json_cursor& cursor);
+    void trace_write(tracer::json_cursor& cursor, const std::vector<std::uint64_t>& drops,
+                     const char* call);
+    struct trace_output;
+    void trace_pull(int from, trace_output& out);
     static void trace_chunk(void* obj, token& t, const std::uint64_t* args, std::byte* payload,
                             std::size_t len);
     void check_tables(transport::coll kind);
@@ -276,14 +282,22 @@ class context_impl final : public transport::message_sink {
     // short-send hot path tests nothing: while tracing, `_slow_path` sends it the general way.
     std::atomic<tracer*> _trace{nullptr};
     std::unique_ptr<tracer> _trace_owner;  // kept after stop until the next start
-    std::FILE* _trace_file = nullptr;      // rank 0: opened by trace_start, written by stop
+    std::size_t _trace_max_events;         // config::trace_max_events or AM_TRACE_MAX_EVENTS
     std::string _trace_path;
+    std::string _trace_file;     // rank 0: the file written (the path through its links)
+    bool _trace_direct = false;  // rank 0: the path is not a regular file; written in place
     std::uint32_t _trace_handler = ~0u;
-    std::uint64_t _trace_base = 0;          // rank 0's trace_now() at trace_start: the file's zero
-    std::vector<std::string> _trace_inbox;  // rank 0 during trace_stop: every rank's text
-    // Bytes of it arrived: written by the handler (maybe on the progress thread), read by the
-    // waiting rank thread (release / acquire: the text is complete when the count says so).
-    std::unique_ptr<std::atomic<std::uint64_t>[]> _trace_got;
+    std::uint64_t _trace_base = 0;  // rank 0's trace_now() at trace_start: the file's zero
+    // Rank 0 during trace_stop: one window of the events of rank `_trace_from`, pulled from it
+    // (context_trace.cpp). The handler (maybe on the progress thread) copies pieces in and
+    // counts them, the count last; the rank thread reads the window once `_trace_got` reaches
+    // `_trace_len` (release / acquire: the bytes and `_trace_final` are in place then).
+    std::string _trace_window;
+    std::atomic<int> _trace_from{-1};
+    std::atomic<std::uint64_t> _trace_got{0}, _trace_len{0};
+    std::atomic<bool> _trace_final{false};
+    // Other ranks during trace_stop: windows rank 0 asked for.
+    std::atomic<std::uint64_t> _trace_pulls{0};
 
     std::uint64_t _header_base;  // this rank in the header's source field
     std::atomic<std::uint64_t> _replies{0}, _stalls{0}, _queued{0}, _bad{0};

@@ -46,6 +46,7 @@ TEST(config, from_env_reads_every_variable) {
     env.set("AM_MAX_MEDIUM", "1000");
     env.set("AM_PROGRESS_THREAD", "1");
     env.set("AM_STATS", "1");
+    env.set("AM_TRACE_MAX_EVENTS", "4M");
     const am::config c = am::config::from_env();
     EXPECT_EQ(c.ranks, 3);
     EXPECT_EQ(c.transport, am::transport_kind::shm);
@@ -54,12 +55,14 @@ TEST(config, from_env_reads_every_variable) {
     EXPECT_EQ(c.max_medium, 1000u);
     EXPECT_TRUE(c.progress_thread);
     EXPECT_TRUE(c.print_stats);
+    EXPECT_EQ(c.trace_max_events, std::size_t{4} << 20);
 }
 
 TEST(config, defaults_without_environment) {
     env_guard env;
-    for (const char* v : {"AM_RANKS", "AM_TRANSPORT", "AM_RING_BYTES", "AM_SEGMENT_BYTES",
-                          "AM_MAX_MEDIUM", "AM_PROGRESS_THREAD", "AM_STATS"}) {
+    for (const char* v :
+         {"AM_RANKS", "AM_TRANSPORT", "AM_RING_BYTES", "AM_SEGMENT_BYTES", "AM_MAX_MEDIUM",
+          "AM_PROGRESS_THREAD", "AM_STATS", "AM_TRACE_MAX_EVENTS"}) {
         env.set(v, "");
         unsetenv(v);
     }
@@ -72,6 +75,7 @@ TEST(config, defaults_without_environment) {
     EXPECT_EQ(c.max_medium, std::size_t{64} << 10);
     EXPECT_FALSE(c.progress_thread);
     EXPECT_FALSE(c.print_stats);
+    EXPECT_EQ(c.trace_max_events, 0u);  // am::run then uses the default cap
 }
 
 TEST(config, bad_values_name_the_variable) {
@@ -82,7 +86,9 @@ TEST(config, bad_values_name_the_variable) {
                                                        {"AM_RING_BYTES", "12X"},
                                                        {"AM_SEGMENT_BYTES", "-1"},
                                                        {"AM_PROGRESS_THREAD", "maybe"},
-                                                       {"AM_STATS", "2"}};
+                                                       {"AM_STATS", "2"},
+                                                       {"AM_TRACE_MAX_EVENTS", "0"},
+                                                       {"AM_TRACE_MAX_EVENTS", "many"}};
     for (const auto& [name, value] : bad) {
         env_guard env;
         env.set(name, value);
