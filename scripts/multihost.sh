@@ -94,8 +94,9 @@ done
 number='^[0-9]+(\.[0-9]+)?$'
 # at_most VALUE LIMIT: a number within a limit (both match $number)
 at_most() { awk "BEGIN { exit !($1 <= $2) }"; }
-[[ "$hosts" =~ ^[0-9]+$ && $hosts -ge 1 && $hosts -le 200 ]] || die "--hosts $hosts: 1 to 200"
-[[ "$ppn" =~ ^[0-9]+$ && $ppn -ge 1 ]] || die "--ppn $ppn: a positive count"
+# Decimal without leading zeros: bash arithmetic reads 010 as octal, Open MPI's ppr:010 as 10.
+[[ "$hosts" =~ ^[1-9][0-9]*$ && $hosts -le 200 ]] || die "--hosts $hosts: 1 to 200"
+[[ "$ppn" =~ ^[1-9][0-9]*$ ]] || die "--ppn $ppn: a positive count"
 [[ "$mpi" == openmpi || "$mpi" == mpich ]] || die "--mpi $mpi: openmpi or mpich"
 if [[ -n "$loss" ]]; then
   [[ "$loss" =~ $number ]] && at_most "$loss" 100 || die "--loss $loss: a percentage, 0 to 100"
@@ -206,7 +207,10 @@ end_launcher() {
 
 cleanup() {
   local status=$?
-  trap - EXIT INT TERM
+  # Once: and a second Ctrl-C during the launcher's grace must not cut the cleanup short
+  # (namespaces, mounts and this run's /dev/shm directory would stay).
+  trap - EXIT
+  trap '' INT TERM
   set +e  # one step failing must not skip the others
   stop_helper "$cut_pid"
   stop_helper "$watch_pid"

@@ -23,6 +23,7 @@ void context_impl::stop_progress_thread() noexcept {
 
 void context_impl::progress_loop() noexcept {
     t_progress_of = this;
+    transport::set_thread_rank(_rank);  // an exit() here names the rank
     unsigned backoff = 0;
     constexpr unsigned cap = util::yield_rounds + 40;  // sleep at most ~50 µs between polls
     while (!_stop.load(std::memory_order_acquire)) {

@@ -76,9 +76,16 @@ trace_target check_trace_path(const std::string& path) {
     if (char* real = ::realpath(path.c_str(), nullptr)) {
         t.file = real;
         std::free(real);
+    } else if (path.front() != '/') {
+        // Not there yet: absolute now, so that a chdir before trace_stop changes nothing.
+        if (char* cwd = ::getcwd(nullptr, 0)) {
+            t.file = std::string(cwd) + "/" + path;
+            std::free(cwd);
+        }
     }
     struct stat st {};
-    if (::stat(t.file.c_str(), &st) == 0) {
+    const bool exists = ::stat(t.file.c_str(), &st) == 0;
+    if (exists) {
         if (S_ISDIR(st.st_mode)) return failed(EISDIR);
         if (::access(t.file.c_str(), W_OK) != 0) return failed(errno);
         t.direct = !S_ISREG(st.st_mode);
@@ -86,7 +93,15 @@ trace_target check_trace_path(const std::string& path) {
     }
     std::string tmp;
     std::FILE* f = open_temp_next_to(t.file, tmp);
-    if (f == nullptr) return failed(errno);
+    if (f == nullptr) {
+        // A writable file in a directory this process cannot create files in: written in place
+        // (as before the temporary files; a failed job then leaves it truncated).
+        if (exists && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+            t.direct = true;
+            return t;
+        }
+        return failed(errno);
+    }
     std::fclose(f);
     ::unlink(tmp.c_str());
     return t;
@@ -392,11 +407,16 @@ void context_impl::trace_pull(int from, trace_output& out) {
 // existing file at the path stays as it was.
 void context_impl::trace_write(tracer::json_cursor& cursor, const std::vector<std::uint64_t>& drops,
                                const char* call) {
-    struct window_reset {  // also when an exception leaves
+    // Also when an exception leaves: no rank is asked any more. The window's memory goes only
+    // after a complete trace: after a failure a piece may still be arriving in a handler on
+    // another thread (a progress thread) that has seen the old _trace_from, so the window stays
+    // until the context goes.
+    struct window_reset {
         context_impl& c;
+        bool complete = false;
         ~window_reset() {
-            c._trace_from.store(-1, std::memory_order_relaxed);
-            std::string().swap(c._trace_window);
+            c._trace_from.store(-1, std::memory_order_release);
+            if (complete) std::string().swap(c._trace_window);
         }
     } reset{*this};
     _trace_window.assign(trace_window_bytes, '\0');
@@ -412,6 +432,7 @@ void context_impl::trace_write(tracer::json_cursor& cursor, const std::vector<st
         trace_pull(r, out);
     }
     out.put("\n]}\n");
+    reset.complete = true;
     if (const int err = out.commit(); err != 0) {
         fail(errc::invalid_argument, call, _rank,
              "could not write the trace file '" + _trace_path + "': " + std::strerror(err));

@@ -41,7 +41,8 @@ std::size_t oam_stack_round(std::size_t usable) noexcept;
 oam_stack oam_stack_map(std::size_t usable, int rank);
 void oam_stack_unmap(oam_stack& s) noexcept;
 /// Installs (once per process) the SIGSEGV handler that names the handler whose stack overflowed,
-/// and an alternate signal stack for the calling thread (once per thread).
+/// and an alternate signal stack for the calling thread (once per thread; a thread-local test
+/// after that, so every resumption calls it).
 void oam_guard_install();
 
 struct oam_fiber {

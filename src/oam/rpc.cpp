@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 namespace am::detail {
 
@@ -151,15 +152,35 @@ namespace {
 // adds a line per level (10 000 levels made 650 KB), and a reader wants its two ends.
 constexpr std::size_t rpc_error_bytes = 8192;
 
+constexpr std::string_view trim_open = " [... ";
+constexpr std::string_view trim_close = " bytes of nested failures left out ...] ";
+
 // `text` cut to `limit` bytes in the middle: its start (the outermost call) and its end (the
-// innermost cause, which nested failures append last) are kept.
+// innermost cause, which nested failures append last) are kept. A text cut at an inner level
+// carries its marker; the marker is taken out and its count added to this cut's, so the count
+// is the bytes left out at every level.
 std::string trim_middle(std::string text, std::size_t limit) {
     if (text.size() <= limit) return text;
+    if (limit < 256) {  // no room for both ends and the marker
+        text.resize(limit);
+        return text;
+    }
+    std::uint64_t before = 0;
+    if (const auto at = text.find(trim_open); at != std::string::npos) {
+        const auto digits = at + trim_open.size();
+        const auto close = text.find(trim_close, digits);
+        if (close != std::string::npos && close > digits &&
+            text.find_first_not_of("0123456789", digits) == close) {
+            before = std::stoull(text.substr(digits, close - digits));
+            text.erase(at, close + trim_close.size() - at);
+        }
+    }
     const std::size_t head = limit / 4;
-    std::string marker = " [... ";
-    marker += std::to_string(text.size() - limit) + " bytes of nested failures left out ...] ";
-    const std::size_t tail = limit > head + marker.size() ? limit - head - marker.size() : 0;
-    return text.substr(0, head) + marker + text.substr(text.size() - tail);
+    const std::size_t room = limit - head - trim_open.size() - trim_close.size() - 20;
+    const std::size_t tail = std::min(room, text.size() - head);
+    const std::uint64_t cut = before + (text.size() - head - tail);
+    return text.substr(0, head) + std::string(trim_open) + std::to_string(cut) +
+           std::string(trim_close) + text.substr(text.size() - tail);
 }
 
 void send_error_text(oam_sched* s, int caller, std::uint64_t id, std::string text) {

@@ -237,6 +237,9 @@ void oam_sched::park(oam_fiber* f) noexcept {
 }
 
 void oam_sched::resume(oam_fiber* f) {
+    // A fiber made on one thread may resume on another (a progress thread): that thread needs
+    // the alternate signal stack too, or an overflow dies without its message.
+    oam_guard_install();
     f->st = oam_fiber::state::running;
     f->tsan_back = tsan_current();
     void* fake = nullptr;

@@ -165,6 +165,9 @@ void oam_stack_unmap(oam_stack& s) noexcept {
 }
 
 void oam_guard_install() {
+    thread_local bool installed = false;  // the fast path: every resumption passes here
+    if (installed) return;
+    installed = true;
     static std::once_flag once;
     std::call_once(once, [] {
         struct sigaction sa {};
@@ -175,9 +178,6 @@ void oam_guard_install() {
     });
     // An overflow leaves no stack to run the handler on: each thread that runs fibers gets an
     // alternate signal stack (kept for the thread's life), unless it has one already.
-    thread_local bool done = false;
-    if (done) return;
-    done = true;
     stack_t cur{};
     if (::sigaltstack(nullptr, &cur) == 0 && (cur.ss_flags & SS_DISABLE) == 0) return;
     thread_local std::unique_ptr<std::byte[]> alt;

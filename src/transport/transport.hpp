@@ -52,6 +52,11 @@ enum class coll : std::uint8_t {
 /// The call a collective kind belongs to, as the program sees it.
 const char* to_string(coll kind) noexcept;
 
+/// The calling thread works for rank `rank` (a rank's progress thread): if it calls exit()
+/// while a threads job of this process runs, the job fails naming that rank
+/// (src/transport/threads). For the thread's life; harmless on other transports.
+void set_thread_rank(int rank) noexcept;
+
 /// A collective as a 64-bit word: sequence number, kind and size per rank (bytes of an
 /// allgather; 0 where ranks may contribute different sizes). Equal words: the same call.
 struct coll_id {

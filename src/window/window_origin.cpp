@@ -149,7 +149,7 @@ void window_state::origin_run(const am_desc& d, std::size_t in_seg, std::size_t 
         {
             const trace_span span(core::tracer(_ctx), trace_kind::window_am,
                                   static_cast<std::uint32_t>(_id), n, n * in_seg);
-            invoke(*e, c);
+            invoke(*e, c, false);
         }
         if (!direct_out) scatter(d.output_layout, out_seg, d.output, first, 0, out, n * out_seg);
         _st.units_at_origin.fetch_add(1, std::memory_order_relaxed);

@@ -221,7 +221,7 @@ void window_state::op_threw(const window_op_entry& e, const window_call& c) cons
     }
 }
 
-void window_state::invoke(const window_op_entry& e, const window_call& c) {
+void window_state::invoke(const window_op_entry& e, const window_call& c, bool at_target) {
     const void* saved = t_running_window;
     t_running_window = this;
     full_fence();
@@ -230,6 +230,7 @@ void window_state::invoke(const window_op_entry& e, const window_call& c) {
         e.fn(c);
     } catch (...) {
         t_running_window = saved;
+        if (!at_target) throw;
         op_threw(e, c);
     }
     _st.function_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);

@@ -154,7 +154,9 @@ class window_state {
     }
     std::atomic<unsigned> _fence_word{0};
     /// Runs an operation: refuses re-entry, fences around it, times it.
-    void invoke(const window_op_entry& e, const window_call& c);
+    /// Runs `e` on `c`. At the target (a handler) an exception from it becomes an am::error
+    /// naming the operation (op_threw); at the origin (inside am()) it reaches the caller as is.
+    void invoke(const window_op_entry& e, const window_call& c, bool at_target);
     [[noreturn]] void op_threw(const window_op_entry& e, const window_call& c) const;
     void check_epoch(int target, const char* call) const;
     void check_desc(const am_desc& d, const char* call) const;

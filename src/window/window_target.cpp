@@ -154,7 +154,7 @@ void window_state::run_unit(int origin, const unit_header& h, const std::byte* i
         util::maybe_lock serial(_run, _locking && (h.flags & unit_concurrent) == 0);
         const trace_span span(core::tracer(_ctx), trace_kind::window_am,
                               static_cast<std::uint32_t>(_id), h.num_segments, in_bytes);
-        invoke(*e, c);
+        invoke(*e, c, true);
     }
     _st.units_run.fetch_add(1, std::memory_order_relaxed);
     const std::size_t cap = _ctx.max_medium();

@@ -89,6 +89,8 @@ usage() {
 --launcher-grace -1 -- true|--launcher-grace -1:
 --rate fast -- true|--rate fast:
 --hosts 0 -- true|--hosts 0:
+--hosts 010 -- true|--hosts 010:
+--ppn 08 -- true|--ppn 08:
 --ppn x -- true|--ppn x:
 --mpi lam -- true|--mpi lam:
 --cut 2:1 -- true|--cut 2:1: host 2 of 2

@@ -622,6 +622,11 @@ TEST_P(oam_rpc, nested_failure_keeps_innermost_cause) {
                         << what.substr(0, 400);
                     EXPECT_TRUE(am_test::contains(what, "AM_OAM_MAX_THREADS"))
                         << what.substr(what.size() - std::min<std::size_t>(what.size(), 400));
+                    // The count adds up every level's cut: hundreds of levels of ~120 bytes.
+                    const auto at = what.find(" [... ");
+                    ASSERT_NE(at, std::string::npos) << what.substr(0, 400);
+                    const std::uint64_t left_out = std::stoull(what.substr(at + 6));
+                    EXPECT_GE(left_out, 20000u) << what.substr(at, 80);
                     EXPECT_TRUE(am_test::contains(what, "bytes of nested failures left out"));
                 }
             }

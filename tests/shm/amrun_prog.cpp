@@ -4,7 +4,8 @@
 // `am::run` calls (a rank prints its "ok" line once per run); `amrun_prog kill` has rank 2 kill
 // itself after a barrier while the others wait, so the job must fail; `amrun_prog exit` has
 // rank 1 call std::exit(3) there instead, `amrun_prog exit_in_handler` std::exit(0) in a
-// handler, and `amrun_prog exit_in_rpc` std::exit(0) in a remote function rank 0 waits on. `stuck
+// handler, `amrun_prog exit_in_rpc` std::exit(0) in a remote function rank 0 waits on, and
+// `amrun_prog exit_in_progress` std::exit(0) in a handler on rank 1's progress thread. `stuck
 // [R]` and `stuck_epoch [R]` leave rank R (default: the last) in user code for a minute, never
 // polling, while the job fails (another rank throws; or, with AM_EPOCH_TIMEOUT, the others time out
 // ending an epoch rank R never ends): the job must still end within a bound. `runs_differ`: rank 0
@@ -105,6 +106,17 @@ void exit_in_rpc(am::context& ctx) {
     never.wait(1);
 }
 
+// Rank 1's progress thread runs the handler that calls std::exit(0): rank 1 itself sleeps in
+// user code, never polling (run with AM_PROGRESS_THREAD=1).
+void exit_in_progress(am::context& ctx) {
+    auto quit = ctx.handler([](am::token&) { std::exit(0); });
+    ctx.barrier();
+    if (ctx.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(30));
+    if (ctx.rank() == 0) ctx.request(1, quit);
+    am::counter never(ctx);
+    never.wait(1);
+}
+
 // Sleeps in user code without polling, long past any bound of the tests.
 void never_poll() {
     std::this_thread::sleep_for(std::chrono::seconds(60));
@@ -145,16 +157,18 @@ int main(int argc, char** argv) {
     const am::rank_main fn = mode == "ok" || mode == "twice" ? am::rank_main(all_to_all)
                              : mode == "runs_differ"
                                  ? am::rank_main([&](am::context& ctx) { rank = ctx.rank(); })
-                             : mode == "kill"            ? am::rank_main(kill_rank_two)
-                             : mode == "exit"            ? am::rank_main(exit_rank_one)
-                             : mode == "exit_in_handler" ? am::rank_main(exit_in_handler)
-                             : mode == "exit_in_rpc"     ? am::rank_main(exit_in_rpc)
-                             : mode == "stuck"           ? am::rank_main(stuck_rank)
-                             : mode == "stuck_epoch"     ? am::rank_main(stuck_in_epoch)
-                                                         : am::rank_main();
+                             : mode == "kill"             ? am::rank_main(kill_rank_two)
+                             : mode == "exit"             ? am::rank_main(exit_rank_one)
+                             : mode == "exit_in_handler"  ? am::rank_main(exit_in_handler)
+                             : mode == "exit_in_rpc"      ? am::rank_main(exit_in_rpc)
+                             : mode == "exit_in_progress" ? am::rank_main(exit_in_progress)
+                             : mode == "stuck"            ? am::rank_main(stuck_rank)
+                             : mode == "stuck_epoch"      ? am::rank_main(stuck_in_epoch)
+                                                          : am::rank_main();
     if (!fn) {
         std::fprintf(stderr,
                      "usage: amrun_prog ok|twice|runs_differ|kill|exit|exit_in_handler|exit_in_rpc|"
+                     "exit_in_progress|"
                      "stuck [R]|"
                      "stuck_epoch [R]\n");
         return 2;

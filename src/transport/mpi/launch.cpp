@@ -78,8 +78,9 @@ void mpi_transport::end_job(int status, bool progress) noexcept {
     // On MPI_COMM_WORLD, not the job's communicator: Open MPI ends the whole job either way,
     // but MPICH, aborting another communicator, ends only this process and its launcher
     // leaves the others waiting for it.
-    MPI_Abort(MPI_COMM_WORLD, status != 0 ? status : 1);
-    std::_Exit(status != 0 ? status : 1);
+    const int code = (status & 0xff) != 0 ? status : 1;  // exit(256) would end with 0
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
 }
 
 void mpi_transport::exit_job(int status) noexcept {

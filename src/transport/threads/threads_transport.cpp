@@ -143,7 +143,7 @@ extern "C" void fail_thread_job_at_exit(int status, void* /*unused*/) {
     }
     std::fflush(nullptr);
     if (n > 0) (void)!::write(2, line, std::min(static_cast<std::size_t>(n), sizeof line - 1));
-    std::_Exit(status != 0 ? status : 1);
+    std::_Exit((status & 0xff) != 0 ? status : 1);  // exit(256) would end with 0
 }
 
 /// A threads job in the process's count from its start to its end.
@@ -202,3 +202,11 @@ int launch(const config& cfg, const rank_body& body) {
 }
 
 }  // namespace am::transport::threads
+
+namespace am::transport {
+
+void set_thread_rank(int rank) noexcept {
+    threads::t_rank = rank;
+}
+
+}  // namespace am::transport
