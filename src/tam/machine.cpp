@@ -401,7 +401,10 @@ void machine::threw(frame_ref f, const char* call, const std::string& who) const
         throw;
     } catch (const error& e) {
         const std::string_view what = e.what();
-        if (e.code() == errc::aborted || what.find(describe(f)) != std::string_view::npos) throw;
+        // fail_frame writes describe(f) + ": ": with the colon, "on rank 1" is not found in
+        // "on rank 10".
+        if (e.code() == errc::aborted || what.find(describe(f) + ": ") != std::string_view::npos)
+            throw;
         fail_frame(e.code(), call, f, who + " threw: " + e.what());
     } catch (const std::exception& e) {
         fail_frame(errc::invalid_argument, call, f, who + " threw: " + e.what());
