@@ -41,6 +41,18 @@ no_survivors() {
   for pid in $pids; do ps -o pid=,args= -p "$pid"; done
   kill -KILL $pids 2>/dev/null
 }
+# interrupt PID: SIGINT to the run, waited for; sets the caller's rc and elapsed (ms after the
+# signal) and shows its output.
+interrupt() {
+  local t0
+  t0=$(ms_now)
+  kill -INT "$1"
+  wait "$1"
+  rc=$?
+  elapsed=$(($(ms_now) - t0))
+  cat "$tmp/out"
+}
+
 need_namespaces() {
   local reason rc
   reason=$("$multihost" --check 2>&1)
@@ -140,18 +152,13 @@ cut_ends_with_run() {
 
 interrupt_grace() {
   need_namespaces
-  local pid rc t0 elapsed log=$tmp/launcher.log
+  local pid rc elapsed log=$tmp/launcher.log
   env --default-signal=INT "$mark" FAKE_LAUNCHER_LOG="$log" FAKE_LAUNCHER_CLEANUP=0.5 \
     "$multihost" --hosts 2 --ppn 1 --mpirun "$fake" --cut 1:60 --launcher-grace 20 \
     --timeout 60 -- sleep 60 >"$tmp/out" 2>&1 &
   pid=$!
   await "$log" started || complain "the launcher did not start"
-  t0=$(ms_now)
-  kill -INT "$pid"
-  wait "$pid"
-  rc=$?
-  elapsed=$(($(ms_now) - t0))
-  cat "$tmp/out"
+  interrupt "$pid"
   echo "--- launcher's log: $(tr '\n' ' ' <"$log"); exit $rc $elapsed ms after SIGINT"
   [[ $rc -eq 130 ]] || complain "status $rc, expected 130"
   grep -q term "$log" || complain "the launcher got no SIGTERM"
@@ -194,7 +201,7 @@ mapped_shm() {
 
 interrupt_mpi() {
   need_namespaces
-  local pid rc i files="" t0 elapsed f
+  local pid rc i files="" elapsed f
   env --default-signal=INT "$mark" "$multihost" "$@" >"$tmp/out" 2>&1 &
   pid=$!
   # Started: every rank (2 hosts x 2) has its Open MPI shared-memory segment.
@@ -205,12 +212,7 @@ interrupt_mpi() {
   done
   echo "--- the run's files in /dev/shm:"; echo "$files"
   [[ $(grep -c vader_segment <<<"$files") -ge 4 ]] || complain "the job's ranks did not start"
-  t0=$(ms_now)
-  kill -INT "$pid"
-  wait "$pid"
-  rc=$?
-  elapsed=$(($(ms_now) - t0))
-  cat "$tmp/out"
+  interrupt "$pid"
   echo "--- exit $rc, $elapsed ms after SIGINT"
   [[ $rc -eq 130 ]] || complain "status $rc, expected 130"
   for f in $files; do

@@ -36,6 +36,15 @@ class trace_file_base : public spmd_test {
     }
 };
 
+// Traffic to trace: every rank pings every rank (itself too) and waits for its pings.
+void trace_file_ping_all(am::context& ctx) {
+    am::counter got(ctx);
+    auto ping = ctx.handler([&](am::token&) { got.add(); });
+    ctx.barrier();
+    for (int d = 0; d < ctx.size(); ++d) ctx.request(d, ping);
+    got.wait(static_cast<std::uint64_t>(ctx.size()));
+}
+
 // Traffic with the trace on, then the last rank throws: the job fails before trace_stop. A
 // failing job ends with MPI_Abort on mpi: threads and shm only here.
 class trace_failed_job : public trace_file_base {
@@ -43,11 +52,7 @@ class trace_failed_job : public trace_file_base {
     [[nodiscard]] int run_failing(const std::string& path) const {
         return run(
             [](am::context& ctx) {
-                am::counter got(ctx);
-                auto ping = ctx.handler([&](am::token&) { got.add(); });
-                ctx.barrier();
-                for (int d = 0; d < ctx.size(); ++d) ctx.request(d, ping);
-                got.wait(static_cast<std::uint64_t>(ctx.size()));
+                trace_file_ping_all(ctx);
                 ctx.barrier();
                 if (ctx.rank() == ctx.size() - 1) {
                     throw std::runtime_error("trace_failed_job: deliberate failure");
@@ -120,15 +125,7 @@ TEST_P(trace_replace, replaces_an_existing_file_keeping_its_mode) {
     namespace fs = std::filesystem;
     const auto mode = fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read;
     fs::permissions(path, mode);
-    const int rc = run(
-        [](am::context& ctx) {
-            am::counter got(ctx);
-            auto ping = ctx.handler([&](am::token&) { got.add(); });
-            ctx.barrier();
-            for (int d = 0; d < ctx.size(); ++d) ctx.request(d, ping);
-            got.wait(static_cast<std::uint64_t>(ctx.size()));
-        },
-        [&](am::config& c) { c.trace_path = path; });
+    const int rc = run(trace_file_ping_all, [&](am::config& c) { c.trace_path = path; });
     ASSERT_EQ(rc, 0);
     if (!rank0_here()) return;  // rank 0 wrote it
     const json::value doc = json::parse_file(path);
@@ -155,15 +152,7 @@ TEST_P(trace_replace, writes_through_a_symbolic_link) {
         fs::create_symlink(target, path, ignored);
     }
     ASSERT_TRUE(fs::is_symlink(path));
-    const int rc = run(
-        [](am::context& ctx) {
-            am::counter got(ctx);
-            auto ping = ctx.handler([&](am::token&) { got.add(); });
-            ctx.barrier();
-            for (int d = 0; d < ctx.size(); ++d) ctx.request(d, ping);
-            got.wait(static_cast<std::uint64_t>(ctx.size()));
-        },
-        [&](am::config& c) { c.trace_path = path; });
+    const int rc = run(trace_file_ping_all, [&](am::config& c) { c.trace_path = path; });
     ASSERT_EQ(rc, 0);
     if (!rank0_here()) return;  // rank 0 wrote it
     EXPECT_TRUE(fs::is_symlink(path)) << "the trace replaced the link " << path;
