@@ -16,6 +16,14 @@ void context_impl::idle(unsigned& backoff) {
     util::backoff(backoff, _tp.spin_limit());
 }
 
+void context_impl::poll_or_idle(unsigned& backoff) {
+    if (poll() != 0) {
+        backoff = 0;
+    } else {
+        idle(backoff);
+    }
+}
+
 void context_impl::barrier(transport::coll kind, const char* call) {
     if (in_handler()) fail(errc::bad_context, call, _rank, "called from a handler");
     const trace_span span(trace(), trace_kind::wait,

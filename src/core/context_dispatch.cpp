@@ -4,7 +4,6 @@
 #include "context_common.hpp"
 
 #include "../util/assert.hpp"
-#include "../util/backoff.hpp"
 #include "../util/maybe_lock.hpp"
 
 #include <cstdio>
@@ -39,11 +38,7 @@ void context_impl::send_blocked(const send_desc& d, std::size_t bytes, bool inli
                           static_cast<std::uint32_t>(trace_cause::credits),
                           static_cast<std::uint64_t>(d.dest));
     for (;;) {
-        if (poll() != 0) {
-            backoff = 0;
-        } else {
-            util::backoff(backoff, _tp.spin_limit());
-        }
+        poll_or_idle(backoff);
         util::maybe_lock lock(_send_mutex, _locking);
         if (try_inject(d, bytes, inline_long)) {
             count_sent(d);

@@ -131,6 +131,9 @@ class context_impl final : public transport::message_sink {
     /// the program (`quiesce`) or by am::run once the rank function returned (`end_of_run`).
     void quiesce(transport::coll kind = transport::coll::quiesce);
     void idle(unsigned& backoff);
+    /// One round of a wait on the rank's own thread: a poll, and a back-off while it handles
+    /// nothing (reset when it does).
+    void poll_or_idle(unsigned& backoff);
     [[nodiscard]] bool in_handler() const noexcept {
         return (t_frame & ~std::uintptr_t{1}) == frame_of(this, 0);
     }

@@ -4,7 +4,6 @@
 // renames it into place once the whole trace is written (docs/observability.md).
 #include "context_common.hpp"
 
-#include "../util/backoff.hpp"
 #include "../util/maybe_lock.hpp"
 
 #include <fcntl.h>
@@ -297,11 +296,7 @@ void context_impl::trace_serve(tracer::json_cursor& cursor) {
     unsigned backoff = 0;
     for (bool last = false; !last; ++served) {
         while (_trace_pulls.load(std::memory_order_acquire) == served) {
-            if (poll() != 0) {
-                backoff = 0;
-            } else {
-                util::backoff(backoff, _tp.spin_limit());
-            }
+            poll_or_idle(backoff);
         }
         last = trace_send_window(cursor, pending);
         // The next window is made while rank 0 writes this one, not after it asks.
@@ -401,11 +396,7 @@ void context_impl::trace_pull(int from, trace_output& out) {
         while ((got = _trace_got.load(std::memory_order_acquire),
                 len = _trace_len.load(std::memory_order_acquire)) == ~std::uint64_t{0} ||
                got != len) {
-            if (poll() != 0) {
-                backoff = 0;
-            } else {
-                util::backoff(backoff, _tp.spin_limit());
-            }
+            poll_or_idle(backoff);
         }
         last = _trace_final.load(std::memory_order_relaxed);
         out.put(_trace_window.data(), len);
