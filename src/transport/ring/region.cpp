@@ -252,6 +252,11 @@ void ring_transport::barrier(coll kind, const idle_fn& idle) {
 }
 
 void ring_transport::wait_all(const idle_fn& idle) {
+    _order.publish();
+    struct observe_on_return {
+        cross_process_order& o;
+        ~observe_on_return() { o.observe(); }
+    } observe{_order};
     region_header& h = _region.header();
     const std::uint32_t gen = h.barrier_generation.load(std::memory_order_acquire);
     if (h.barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 == h.l.ranks) {

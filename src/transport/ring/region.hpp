@@ -8,6 +8,7 @@
 #include "../../util/assert.hpp"
 #include "../../util/zeroed_array.hpp"
 #include "../transport.hpp"
+#include "cross_process.hpp"
 #include "spsc_ring.hpp"
 
 #include <atomic>
@@ -142,11 +143,13 @@ class ring_transport final : public transport {
         return msg;
     }
     void commit(int dest, unsigned lane, std::byte* msg, std::size_t bytes) override {
+        _order.publish();
         _out[out_index(dest, lane)].commit(msg, bytes);
     }
     /// The producer of the ring to `dest` on `lane`, for callers that inline the ring. Not
     /// attached before the first `try_reserve` to that ring: its `reserve` returns nullptr.
     [[nodiscard]] producer& out(int dest, unsigned lane) noexcept {
+        _order.publish();
         return _out[out_index(dest, lane)];
     }
     std::size_t poll(message_sink& sink) override { return poll_into(sink); }
@@ -186,6 +189,9 @@ class ring_transport final : public transport {
     /// Fault injection for tests (`config::faults`): polls then deliver late and out of order
     /// across peers. 0 turns it off.
     void set_faults(std::uint64_t seed) noexcept { _faults = seed == 0 ? 0 : seed | 1; }
+    /// The ranks are processes (shm): tell ThreadSanitizer about the order that runs through
+    /// the other processes (cross_process.hpp). Nothing without TSan.
+    void ranks_are_processes() noexcept { _order.enable(); }
 
   private:
     /// Index of the producer to `dest` on `lane` in `_out` (the core checked `dest`).
@@ -216,6 +222,7 @@ class ring_transport final : public transport {
         for (std::size_t k = 0; k < e; ++k) {
             in_ring& r = _in[(start + k) % e];
             if (!r.c.ready() || next() % 2 == 0) continue;
+            _order.observe();
             const int src = r.src;
             const unsigned lane = r.lane;
             handled += r.c.drain(
@@ -235,6 +242,7 @@ class ring_transport final : public transport {
     // A sink with `deliver_inline` (the core) has it inlined into the drain loop.
     template <class Sink>
     [[gnu::noinline]] std::size_t drain_ring(Sink& sink, in_ring& r) {
+        _order.observe();
         const int src = r.src;
         const unsigned lane = r.lane;
         return r.c.drain([&](std::byte * msg, std::size_t len) __attribute__((always_inline)) {
@@ -269,6 +277,7 @@ class ring_transport final : public transport {
     std::uint32_t _absorbed = 0;        // how many of them are in `_in`
     unsigned _reduce_parity = 0;        // which of the two reduce slots the next reduction uses
     std::uint64_t _faults = 0;          // xorshift state; 0 when fault injection is off
+    cross_process_order _order;         // for TSan when ranks are processes
 };
 
 }  // namespace am::transport::ring

@@ -136,6 +136,7 @@ int run_rank(std::byte* base, int rank, std::uint64_t faults, const rank_body& b
              bool after_all_arrive) {
     ring::region(base).info(rank).pid.store(getpid());
     ring::ring_transport tp(base, rank);
+    tp.ranks_are_processes();
     if (faults != 0) tp.set_faults(faults * 0x9e3779b97f4a7c15ull + static_cast<unsigned>(rank));
     // A region that serves several runs: a rank may still be waiting in the previous run's
     // closing barrier, which may poll once more after it was released, and would hand this
