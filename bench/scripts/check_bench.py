@@ -175,13 +175,6 @@ def rpc_lines(text, opts):
     return rows
 
 
-def rpc_run(bench, plot, opts):
-    p = run([bench, "--quick"] + opts, 170)
-    rpc_lines(p.stdout, opts)
-    if plots("rpc", plot, p.stdout, RPC_FIGURES, lambda f: f"{f}.png", 120):
-        say("rpc", "every figure drawn")
-
-
 # ------------------------------------------------------------------------------- window
 
 WINDOW_FIGURES = ["3a", "3b", "3c", "3d", "4", "5", "6", "7"]
@@ -269,13 +262,6 @@ def window_lines(text, opts):
         raise Bad("figure 7: concurrent epoch on a mapped window ran no unit at the origin")
     say("window", f"{len(rows)} well-formed lines, every figure present")
     return rows
-
-
-def window_run(bench, plot, opts):
-    p = run([bench, "--quick"] + opts, 300)
-    window_lines(p.stdout, opts)
-    if plots("window", plot, p.stdout, WINDOW_FIGURES, lambda f: f"fig{f}.png", 300):
-        say("window", "every figure drawn")
 
 
 # ---------------------------------------------------------------------------------- tam
@@ -459,22 +445,34 @@ def tam_run(bench, plot, opts):
 
 # ---------------------------------------------------------------------------------------
 
-CHECKS = {"rpc": (rpc_run, rpc_lines), "window": (window_run, window_lines),
-          "tam": (tam_run, tam_lines)}
+LINES = {"rpc": rpc_lines, "window": window_lines, "tam": tam_lines}
+# The `PROGRAM --quick` checks: the program's timeout, the figures of its plot script, their
+# PNG names and the plot script's timeout.
+QUICK = {"rpc": (170, RPC_FIGURES, "{}.png", 120),
+         "window": (300, WINDOW_FIGURES, "fig{}.png", 300)}
+
+
+def quick(kind, bench, plot, opts):
+    run_timeout, figures, png, plot_timeout = QUICK[kind]
+    p = run([bench, "--quick"] + opts, run_timeout)
+    LINES[kind](p.stdout, opts)
+    if plots(kind, plot, p.stdout, figures, png.format, plot_timeout):
+        say(kind, "every figure drawn")
 
 
 def main(argv):
     kind = argv[1] if len(argv) > 1 else ""
     try:
-        if kind not in CHECKS or len(argv) < 4:
+        if kind not in LINES or len(argv) < 4:
             raise Bad("usage: check_bench.py rpc|window|tam PROGRAM PLOT_SCRIPT [options] | "
                       "check_bench.py rpc|window|tam --lines FILE [options]")
-        run_all, lines = CHECKS[kind]
         if argv[2] == "--lines":
             with open(argv[3]) as f:
-                lines(f.read(), argv[4:])
+                LINES[kind](f.read(), argv[4:])
+        elif kind == "tam":
+            tam_run(argv[2], argv[3], argv[4:])
         else:
-            run_all(argv[2], argv[3], argv[4:])
+            quick(kind, argv[2], argv[3], argv[4:])
     except Bad as e:
         print(f"check_bench.py {kind}: FAIL: {e}", file=sys.stderr)
         return 1
