@@ -21,6 +21,7 @@ import os
 import sys
 
 import benchjson  # bench/scripts/benchjson.py: the shared JSON-lines loader
+import benchplot  # bench/scripts/benchplot.py: what the plot scripts draw alike
 from benchjson import err, one, pick
 
 FIGURES = ["rtt", "async_rate", "optimistic", "dht", "uts"]
@@ -56,39 +57,29 @@ def bars(ax, rows, ops, metric, systems):
         drawn = True
         ax.bar(xs, [r["median"] for r in rs], width, yerr=err(rs), capsize=3,
                color=COLOR.get(s), label=LABEL.get(s, s))
-        for x, r in zip(xs, rs):
-            ax.annotate(f"{r['median']:.3g}", (x, r["median"]), ha="center", va="bottom",
-                        fontsize=8, xytext=(0, 2), textcoords="offset points")
+        benchplot.label_medians(ax, xs, rs)
     ax.set_xticks(range(len(ops)))
     ax.set_xticklabels(ops)
     return drawn
 
 
-def plot_rtt(plt, rows, path):
-    f, ax = plt.subplots(figsize=(7, 4.5))
-    if not bars(ax, rows, ["null_rtt", "arg8_rtt"], "latency_us", SYSTEMS[:3]):
-        plt.close(f)
-        return False
-    ax.set_ylabel("round trip, µs (median, min-max)")
-    ax.set_title(f"RPC round trip, 2 ranks ({transport(rows)})")
-    ax.legend()
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
-    return True
+# Bar figures: ops, metric, width, y label, title.
+BARS = {"rtt": (["null_rtt", "arg8_rtt"], "latency_us", 7, "round trip, µs (median, min-max)",
+                "RPC round trip"),
+        "async_rate": (["async_rate"], "rate_Mops", 6, "calls per µs (Mops), 64 in flight",
+                       "Asynchronous call rate")}
 
 
-def plot_rate(plt, rows, path):
-    f, ax = plt.subplots(figsize=(6, 4.5))
-    if not bars(ax, rows, ["async_rate"], "rate_Mops", SYSTEMS[:3]):
+def plot_bars(plt, rows, path, name):
+    ops, metric, width, ylabel, what = BARS[name]
+    f, ax = plt.subplots(figsize=(width, 4.5))
+    if not bars(ax, rows, ops, metric, SYSTEMS[:3]):
         plt.close(f)
         return False
-    ax.set_ylabel("calls per µs (Mops), 64 in flight")
-    ax.set_title(f"Asynchronous call rate, 2 ranks ({transport(rows)})")
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{what}, 2 ranks ({transport(rows)})")
     ax.legend()
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
     return True
 
 
@@ -109,16 +100,12 @@ def plot_optimistic(plt, rows, path):
     xs = range(len(items))
     ax.bar(xs, [r["median"] for r in rs], 0.6, yerr=err(rs), capsize=3,
            color=[i[2] for i in items])
-    for x, r in zip(xs, rs):
-        ax.annotate(f"{r['median']:.3g}", (x, r["median"]), ha="center", va="bottom", fontsize=8,
-                    xytext=(0, 2), textcoords="offset points")
+    benchplot.label_medians(ax, xs, rs)
     ax.set_xticks(list(xs))
     ax.set_xticklabels([i[0] for i in items], fontsize=8)
     ax.set_ylabel("ns per message (receiver's polls)")
     ax.set_title(f"Optimistic handlers: cost per message, 2 ranks ({transport(rows)})")
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
     return True
 
 
@@ -133,21 +120,16 @@ def plot_scaling(plt, rows, op, path, what):
             rs = sorted(pick(rs_all, system=s, metric=metric), key=lambda r: r["ranks"])
             if not rs:
                 continue
-            ax.errorbar([r["ranks"] for r in rs], [r["median"] for r in rs], yerr=err(rs),
-                        marker="o", capsize=3, color=COLOR[s], label=LABEL[s])
-        ax.set_xscale("log", base=2)
-        if metric == "seconds":
-            ax.set_yscale("log")  # TRPC is several times slower than the other two
-        ax.set_xlabel("ranks")
-        ax.set_ylabel({"seconds": "seconds (median, min-max)",
-                       "rate_Mops": "operations per µs (Mops)" if op == "dht"
-                       else "tree nodes per µs"}[metric])
-        ax.grid(True, alpha=0.3)
+            benchplot.errorbar(ax, [r["ranks"] for r in rs], rs, marker="o", color=COLOR[s],
+                               label=LABEL[s])
+        # A log time axis: TRPC is several times slower than the other two.
+        benchplot.axes(ax, "ranks", {"seconds": "seconds (median, min-max)",
+                                     "rate_Mops": "operations per µs (Mops)" if op == "dht"
+                                     else "tree nodes per µs"}[metric],
+                       xlog=2, ylog=metric == "seconds")
         ax.legend()
     f.suptitle(f"{what} ({transport(rs_all)})")
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
     return True
 
 
@@ -197,33 +179,20 @@ def main():
     rows = load(a.inputs)
     if a.summary:
         print(summary(rows))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot_rpc: matplotlib is not installed (apt-get install python3-matplotlib)",
-              file=sys.stderr)
+    plt = benchplot.pyplot("plot_rpc")
+    if plt is None:
         return 2
     os.makedirs(a.out, exist_ok=True)
     drawn = {}
     path = lambda name: os.path.join(a.out, f"{name}.png")  # noqa: E731
-    drawn["rtt"] = plot_rtt(plt, rows, path("rtt"))
-    drawn["async_rate"] = plot_rate(plt, rows, path("async_rate"))
+    for name in BARS:
+        drawn[name] = plot_bars(plt, rows, path(name), name)
     drawn["optimistic"] = plot_optimistic(plt, rows, path("optimistic"))
     drawn["dht"] = plot_scaling(plt, rows, "dht", path("dht"),
                                 "Distributed hash table: insert + find of 8 B keys")
     drawn["uts"] = plot_scaling(plt, rows, "uts", path("uts"),
                                 "Unbalanced tree search (geometric tree)")
-    for name, ok in drawn.items():
-        if ok:
-            print(f"plot_rpc: wrote {path(name)}")
-    missing = [f for f in a.expect.split(",") if f and not (drawn.get(f) and
-                                                          os.path.exists(path(f)))]
-    if missing:
-        print(f"plot_rpc: no figure for {', '.join(missing)}", file=sys.stderr)
-        return 1
-    return 0
+    return benchplot.expected("plot_rpc", a.expect, drawn, path)
 
 
 if __name__ == "__main__":

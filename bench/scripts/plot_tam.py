@@ -21,6 +21,7 @@ import os
 import sys
 
 import benchjson  # bench/scripts/benchjson.py: the shared JSON-lines loader
+import benchplot  # bench/scripts/benchplot.py: what the plot scripts draw alike
 
 PROGRAMS = ["mmt", "qs", "dtw", "paraffins", "wavefront", "ss"]
 MARKER = {"mmt": "o", "qs": "s", "dtw": "^", "paraffins": "D", "wavefront": "v", "ss": "P"}
@@ -69,9 +70,7 @@ def plot(plt, rows, cache, tpq_of, path):
             for c in COSTS:
                 r = ratios[c]
                 if r["max"] > r["min"]:  # min-max over the repetitions
-                    ax.errorbar([tpq], [r["median"]], yerr=[[r["median"] - r["min"]],
-                                                            [r["max"] - r["median"]]],
-                                color=COLOR[c], capsize=3, linewidth=1)
+                    benchplot.errorbar(ax, [tpq], [r], color=COLOR[c], linewidth=1)
                 ax.scatter([tpq], [r["median"]], marker=MARKER[prog], s=55, color=COLOR[c],
                            facecolors=COLOR[c] if filled else "none", linewidths=1.4)
         # One line per miss cost through the programs in TPQ order, to show the trend.
@@ -80,9 +79,8 @@ def plot(plt, rows, cache, tpq_of, path):
             ax.plot([p[1] for p in s], [p[2][c]["median"] for p in s], color=COLOR[c], alpha=0.35,
                     linestyle="-" if filled else ":")
     ax.axhline(1.0, color="gray", linewidth=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel(f"threads per quantum ({tpq_of.upper()} policy, log scale)")
-    ax.set_ylabel("cycles MD / cycles AM")
+    benchplot.axes(ax, f"threads per quantum ({tpq_of.upper()} policy, log scale)",
+                   "cycles MD / cycles AM", xlog=10, which="both")
     what = "4-way set-associative" if cache == "4way" else "direct-mapped"
     ax.set_title(f"MD/AM cycle ratio against TPQ, one rank, 8 KiB {what} I and D caches, 64 B lines",
                  fontsize=9)
@@ -96,10 +94,7 @@ def plot(plt, rows, cache, tpq_of, path):
         handles.append(Line2D([], [], marker="o", linestyle=":", color="gray",
                               markerfacecolor="none", label="paper, Table 2 (hollow)"))
     ax.legend(handles=handles, fontsize=8, ncol=2)
-    ax.grid(True, alpha=0.3, which="both")
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
     return True
 
 
@@ -111,26 +106,13 @@ def main():
     ap.add_argument("--expect", default="", help="figures that must be drawn (4way,direct)")
     a = ap.parse_args()
     rows = load(a.inputs)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot_tam: matplotlib is not installed (apt-get install python3-matplotlib)",
-              file=sys.stderr)
+    plt = benchplot.pyplot("plot_tam")
+    if plt is None:
         return 2
     os.makedirs(a.out, exist_ok=True)
     path = lambda c: os.path.join(a.out, f"ratio_vs_tpq_{c}.png")  # noqa: E731
     drawn = {c: plot(plt, rows, c, a.tpq, path(c)) for c in FIGURES}
-    for c, ok in drawn.items():
-        if ok:
-            print(f"plot_tam: wrote {path(c)}")
-    missing = [c for c in a.expect.split(",") if c and not (drawn.get(c) and
-                                                           os.path.exists(path(c)))]
-    if missing:
-        print(f"plot_tam: no figure for {', '.join(missing)}", file=sys.stderr)
-        return 1
-    return 0
+    return benchplot.expected("plot_tam", a.expect, drawn, path)
 
 
 if __name__ == "__main__":
