@@ -18,6 +18,7 @@ import sys
 from collections import defaultdict
 
 import benchjson  # bench/scripts/benchjson.py: the shared JSON-lines loader
+import benchplot  # bench/scripts/benchplot.py: what the plot scripts draw alike
 
 
 def load(paths):
@@ -128,28 +129,20 @@ def fits(d, tp, ranks):
     return out
 
 
-def plot(d, transports, out_dir, fitted):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot_scaling: matplotlib is missing (python3-matplotlib)", file=sys.stderr)
-        return 2
-    f, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.8))
-    colors = {"threads": "tab:blue", "mpi": "tab:red", "shm": "tab:green"}
+COLORS = {"threads": "tab:blue", "mpi": "tab:red", "shm": "tab:green"}
+
+
+def plot_epochs(ax, d, transports, fitted):
+    """Time per empty epoch against P, with the log2 P fit of the general epoch."""
     marks = {"epoch_general": ("o", "-"), "epoch_depth0": ("s", "--")}
     for tp, ranks in transports.items():
-        c = colors.get(tp, "tab:gray")
+        c = COLORS.get(tp, "tab:gray")
         for op, (m, ls) in marks.items():
             rs = [d[(tp, p, op, "latency_us")] for p in ranks if (tp, p, op, "latency_us") in d]
             if not rs:
                 continue
             x = [r["ranks"] for r in rs]
-            y = [r["median"] for r in rs]
-            yerr = [[r["median"] - r["min"] for r in rs], [r["max"] - r["median"] for r in rs]]
-            ax.errorbar(x, y, yerr=yerr, marker=m, ls=ls, color=c, capsize=3,
-                        label=f"{tp}: {op}")
+            benchplot.errorbar(ax, x, rs, marker=m, ls=ls, color=c, label=f"{tp}: {op}")
             fit = fitted.get(tp, {}).get((op, "a + b·log2 P"))
             if fit and op == "epoch_general":
                 a, b = fit
@@ -157,15 +150,16 @@ def plot(d, transports, out_dir, fitted):
                 xs = [v for v in xs if a + b * math.log2(v) > 0]  # a log axis
                 ax.plot(xs, [a + b * math.log2(v) for v in xs], color=c, ls=":", alpha=0.7,
                         label=f"{tp}: least-squares a + b·log2 P (general)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("ranks P")
-    ax.set_ylabel("µs per empty epoch (rank 0, median)")
+    benchplot.axes(ax, "ranks P", "µs per empty epoch (rank 0, median)", xlog=2, ylog=True,
+                   which="both")
     ax.set_title("Empty epoch on 2 cores (P > 2 oversubscribes)", fontsize=10)
-    ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
+
+
+def plot_memory(bx, d, transports):
+    """Memory per rank against P: the buffers allocated and the RSS growth."""
     for tp, ranks in transports.items():
-        c = colors.get(tp, "tab:gray")
+        c = COLORS.get(tp, "tab:gray")
         for op, metric, m, ls, label in (
                 ("memory", "coalesce_kib", "o", "-", "direct buffers (allocated)"),
                 ("memory", "rss_alltoall_kib", "^", "--", "direct: RSS growth, all-to-all"),
@@ -177,18 +171,21 @@ def plot(d, transports, out_dir, fitted):
             bx.plot([r["ranks"] for r in rs], [r["median"] / 1024 for r in rs], marker=m, ls=ls,
                     color=c, alpha=1.0 if op == "memory" else 0.55, label=f"{tp}: {label}")
     bx.axhline(16, color="black", ls="-.", lw=1, label="goal: 16 MiB per rank")
-    bx.set_xscale("log", base=2)
-    bx.set_yscale("log")
-    bx.set_xlabel("ranks P")
-    bx.set_ylabel("MiB per rank")
+    benchplot.axes(bx, "ranks P", "MiB per rank", xlog=2, ylog=True, which="both")
     bx.set_title("Memory per rank: one coalescing layer, default buffers", fontsize=10)
-    bx.grid(alpha=0.3, which="both")
     bx.legend(fontsize=7)
-    f.tight_layout()
+
+
+def plot(d, transports, out_dir, fitted):
+    plt = benchplot.pyplot("plot_scaling")
+    if plt is None:
+        return 2
+    f, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.8))
+    plot_epochs(ax, d, transports, fitted)
+    plot_memory(bx, d, transports)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "scaling.png")
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
     print(f"\nwrote {path}", file=sys.stderr)
     return 0
 

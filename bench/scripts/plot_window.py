@@ -18,6 +18,7 @@ import sys
 from collections import defaultdict
 
 import benchjson  # bench/scripts/benchjson.py: the shared JSON-lines loader
+import benchplot  # bench/scripts/benchplot.py: what the plot scripts draw alike
 from benchjson import err
 
 FIGURES = ["3a", "3b", "3c", "3d", "4", "5", "6", "7"]
@@ -76,8 +77,7 @@ def plot_latency(plt, rows, fig, path):
         if not rs:
             continue
         x = [r["pipeline_unit"] for r in rs]
-        ax.errorbar(x, [r["median"] for r in rs], yerr=err(rs), marker=marker,
-                    label=f"am latency ({epoch} epoch)", capsize=3)
+        benchplot.errorbar(ax, x, rs, marker=marker, label=f"am latency ({epoch} epoch)")
         if epoch == "lock":
             ax.plot(x, [r["function_us"] for r in rs], marker="^", color="tab:green",
                     label="function call time")
@@ -90,15 +90,10 @@ def plot_latency(plt, rows, fig, path):
                         label="function + raw AM round trip (medium/long, faster)")
     hlines(ax, rows, "latency_us")
     op = am_rows(rows)[0]["op"] if am_rows(rows) else rows[0]["op"]
-    ax.set_xscale("log")
-    ax.set_xlabel("pipeline unit (segments)")
-    ax.set_ylabel("µs per AM (100 segments)")
+    benchplot.axes(ax, "pipeline unit (segments)", "µs per AM (100 segments)", xlog=10)
     ax.set_title(title(am_rows(rows)[0] if am_rows(rows) else rows[0], f"{op}, latency of one AM"))
     ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
 
 
 def plot_throughput_units(plt, rows, fig, path):
@@ -106,14 +101,10 @@ def plot_throughput_units(plt, rows, fig, path):
     rs = am_rows(rows)
     x = [r["pipeline_unit"] for r in rs]
     if rs:
-        ax.errorbar(x, [r["median"] for r in rs], yerr=err(rs), marker="o", capsize=3,
-                    label="am throughput")
+        benchplot.errorbar(ax, x, rs, marker="o", label="am throughput")
     hlines(ax, rows, "throughput_amps")
-    ax.set_xscale("log")
-    ax.set_yscale("log")  # the am points span three orders of magnitude
-    ax.set_xlabel("pipeline unit (segments)")
-    ax.set_ylabel("AMs per second (log)")
-    ax.grid(alpha=0.3)
+    # A log y axis: the am points span three orders of magnitude.
+    benchplot.axes(ax, "pipeline unit (segments)", "AMs per second (log)", xlog=10, ylog=True)
     if rs:
         ax2 = ax.twinx()
         share = [100.0 * r["segments_user"] / max(1, r["segments_user"] + r["segments_internal"])
@@ -129,30 +120,22 @@ def plot_throughput_units(plt, rows, fig, path):
         ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="center right")
     ref = rs[0] if rs else rows[0]
     ax.set_title(title(ref, f"{ref['op']}, {ref['ams']} AMs per epoch"), fontsize=10)
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
 
 
 def plot_buffers(plt, rows, fig, path, extra):
     f, ax = plt.subplots(figsize=(7, 4.5))
     rs = am_rows(rows)
     if rs:
-        ax.errorbar([r["internal_buffer"] / 1024 for r in rs], [r["median"] for r in rs],
-                    yerr=err(rs), marker="o", capsize=3, label="am throughput")
+        benchplot.errorbar(ax, [r["internal_buffer"] / 1024 for r in rs], rs, marker="o",
+                           label="am throughput")
     # The 2-rank search baselines of Fig. 3b: the same AMs, no internal buffer to vary.
     hlines(ax, extra, "throughput_amps", "median, from the Fig. 3b run")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("internal buffer per origin (KiB)")
-    ax.set_ylabel("AMs per second")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
+    benchplot.axes(ax, "internal buffer per origin (KiB)", "AMs per second", xlog=2, zero=True)
     ax.legend(fontsize=8)
     ref = rs[0] if rs else rows[0]
     ax.set_title(title(ref, f"search, pipeline unit {ref.get('pipeline_unit')}"))
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
 
 
 def plot_many_origins(plt, rows, fig, path):
@@ -160,42 +143,29 @@ def plot_many_origins(plt, rows, fig, path):
     rs = am_rows(rows)
     for b in sorted({r["internal_buffer"] for r in rs}):
         s = sorted([r for r in rs if r["internal_buffer"] == b], key=lambda r: r["ranks"])
-        ax.errorbar([r["ranks"] - 1 for r in s], [r["median"] for r in s], yerr=err(s),
-                    marker="o", capsize=3, label=f"am, internal buffer {b // 1024} KiB")
+        benchplot.errorbar(ax, [r["ranks"] - 1 for r in s], s, marker="o",
+                           label=f"am, internal buffer {b // 1024} KiB")
     for sys_ in BASELINES:
         s = sorted(base(rows, sys_), key=lambda r: r["ranks"])
         if s:
             c, ls = STYLE[sys_]
             ax.plot([r["ranks"] - 1 for r in s], [r["median"] for r in s], color=c, ls=ls,
                     marker=".", label=sys_)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("origins (one target)")
-    ax.set_ylabel("AMs per second (all origins)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
+    benchplot.axes(ax, "origins (one target)", "AMs per second (all origins)", xlog=2,
+                   zero=True)
     ax.legend(fontsize=8)
     ref = rs[0] if rs else rows[0]
     ax.set_title(f"Fig. 5: search, many origins on one target ({ref['transport']})")
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
 
 
 def plot_ordering(plt, rows, fig, path):
     f, ax = plt.subplots(figsize=(6, 4.5))
-    labels, vals, errs = [], [], [[], []]
-    for r in am_rows(rows):
-        labels.append(f"am, {r['ordering']}")
-        vals.append(r["median"])
-        errs[0].append(r["median"] - r["min"])
-        errs[1].append(r["max"] - r["median"])
-    for s in BASELINES:
-        for r in base(rows, s):
-            labels.append(s)
-            vals.append(r["median"])
-            errs[0].append(r["median"] - r["min"])
-            errs[1].append(r["max"] - r["median"])
-    ax.bar(range(len(vals)), vals, yerr=errs, capsize=4,
+    bars = [(f"am, {r['ordering']}", r) for r in am_rows(rows)]
+    bars += [(s, r) for s in BASELINES for r in base(rows, s)]
+    labels, rs = [b[0] for b in bars], [b[1] for b in bars]
+    vals = [r["median"] for r in rs]
+    ax.bar(range(len(vals)), vals, yerr=err(rs), capsize=4,
            color=["tab:blue", "tab:cyan", "tab:red", "tab:purple", "tab:brown"][: len(vals)])
     ax.set_xticks(range(len(vals)))
     ax.set_xticklabels(labels, fontsize=8, rotation=10)
@@ -203,9 +173,7 @@ def plot_ordering(plt, rows, fig, path):
     cyc = rows[0].get("segments_cycle", "")
     ax.set_title(f"Fig. 6: ordering, alternating AMs of {cyc} segments ({rows[0]['transport']})")
     ax.grid(alpha=0.3, axis="y")
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
 
 
 def plot_concurrency(plt, rows, fig, path):
@@ -214,26 +182,20 @@ def plot_concurrency(plt, rows, fig, path):
         for c, marker in ((0, "o"), (1, "s")):
             s = sorted(am_rows(rows, op=op, concurrent=c), key=lambda r: r["ranks"])
             if s:
-                ax.errorbar([r["ranks"] for r in s], [r["median"] for r in s], yerr=err(s),
-                            marker=marker, capsize=3,
-                            label=f"am {op}, concurrency {'on' if c else 'off'}")
+                benchplot.errorbar(ax, [r["ranks"] for r in s], s, marker=marker,
+                                   label=f"am {op}, concurrency {'on' if c else 'off'}")
         for sys_ in BASELINES:
             s = sorted(base(rows, sys_, op=op), key=lambda r: r["ranks"])
             if s:
                 col, ls = STYLE[sys_]
-                ax.errorbar([r["ranks"] for r in s], [r["median"] for r in s], yerr=err(s),
-                            color=col, ls=ls, marker=".", capsize=2, label=f"{sys_} {op}")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("ranks (every rank issues AMs to rank 0)")
-    ax.set_ylabel("AMs per second (all ranks)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
+                benchplot.errorbar(ax, [r["ranks"] for r in s], s, color=col, ls=ls, marker=".",
+                                   capsize=2, label=f"{sys_} {op}")
+    benchplot.axes(ax, "ranks (every rank issues AMs to rank 0)", "AMs per second (all ranks)",
+                   xlog=2, zero=True)
     ax.legend(fontsize=8)
     t = am_rows(rows)[0]["transport"] if am_rows(rows) else rows[0]["transport"]
     ax.set_title(f"Fig. 7: concurrent AMs with origin-side execution ({t})")
-    f.tight_layout()
-    f.savefig(path, dpi=110)
-    plt.close(f)
+    benchplot.save(plt, f, path)
 
 
 # ---------------------------------------------------------------------------- summary
@@ -358,13 +320,8 @@ def main():
     if a.summary:
         print(summary(figs))
     if a.out:
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            print("plot_window.py: matplotlib is not installed (Debian: python3-matplotlib)",
-                  file=sys.stderr)
+        plt = benchplot.pyplot("plot_window.py")
+        if plt is None:
             return 2
         os.makedirs(a.out, exist_ok=True)
         for fig, rows in figs.items():
