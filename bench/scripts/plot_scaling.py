@@ -55,7 +55,40 @@ def fmt(v):
     return f"{v:.2f}"
 
 
-def row_table(d, tp, ranks, cols, title):
+# The columns of the two tables of a transport, "op metric: label" each.
+EPOCH_COLUMNS = [
+    "epoch_general latency_us: empty epoch, general (µs)",
+    "epoch_depth0 latency_us: empty epoch, depth 0 (µs)",
+    "am_barrier latency_us: ctx.barrier (µs)",
+    "epoch_general core_us_per_rank: general × cores/P (µs)",
+    "epoch_depth0 core_us_per_rank: depth 0 × cores/P (µs)",
+    "epoch_general rounds: rounds, general",
+    "epoch_depth0 rounds: rounds, depth 0",
+    "epoch_general msgs_per_rank: AMs / rank / epoch",
+    "epoch_general bytes_per_rank: AM bytes / rank / epoch",
+]
+ALLTOALL_COLUMNS = [
+    "alltoall latency_us: direct: epoch (µs)",
+    "alltoall batches_per_rank: direct: batches / rank",
+    "alltoall bytes_per_rank: direct: bytes / rank",
+    "memory coalesce_kib: direct: buffers (KiB / rank)",
+    "memory rss_alltoall_kib: direct: RSS growth (KiB / rank)",
+    "memory_routed buffers: routed: buffers",
+    "alltoall_routed latency_us: routed: epoch (µs)",
+    "alltoall_routed msgs_per_rank: routed: messages / rank",
+    "alltoall_routed batches_per_rank: routed: batches / rank",
+    "alltoall_routed bytes_per_rank: routed: bytes / rank",
+    "memory_routed coalesce_kib: routed: buffers (KiB / rank)",
+    "memory_routed rss_alltoall_kib: routed: RSS growth (KiB / rank)",
+    "memory typed_kib: typed bookkeeping (KiB / rank)",
+    "memory rss_setup_kib: RSS at set-up (KiB / rank)",
+    "memory hwm_kib: VmHWM (KiB / rank)",
+]
+
+
+def row_table(d, tp, ranks, specs, title):
+    cols = [tuple(op_metric.split()) + (label,)
+            for op_metric, _, label in (c.partition(": ") for c in specs)]
     if not any((tp, p, op, metric) in d for p in ranks for op, metric, _ in cols):
         return
     print(f"\n#### {tp}: {title}\n")
@@ -70,33 +103,9 @@ def row_table(d, tp, ranks, cols, title):
 
 
 def table(d, tp, ranks):
-    row_table(d, tp, ranks, [
-        ("epoch_general", "latency_us", "empty epoch, general (µs)"),
-        ("epoch_depth0", "latency_us", "empty epoch, depth 0 (µs)"),
-        ("am_barrier", "latency_us", "ctx.barrier (µs)"),
-        ("epoch_general", "core_us_per_rank", "general × cores/P (µs)"),
-        ("epoch_depth0", "core_us_per_rank", "depth 0 × cores/P (µs)"),
-        ("epoch_general", "rounds", "rounds, general"),
-        ("epoch_depth0", "rounds", "rounds, depth 0"),
-        ("epoch_general", "msgs_per_rank", "AMs / rank / epoch"),
-        ("epoch_general", "bytes_per_rank", "AM bytes / rank / epoch")], "empty epochs")
-    row_table(d, tp, ranks, [
-        ("alltoall", "latency_us", "direct: epoch (µs)"),
-        ("alltoall", "batches_per_rank", "direct: batches / rank"),
-        ("alltoall", "bytes_per_rank", "direct: bytes / rank"),
-        ("memory", "coalesce_kib", "direct: buffers (KiB / rank)"),
-        ("memory", "rss_alltoall_kib", "direct: RSS growth (KiB / rank)"),
-        ("memory_routed", "buffers", "routed: buffers"),
-        ("alltoall_routed", "latency_us", "routed: epoch (µs)"),
-        ("alltoall_routed", "msgs_per_rank", "routed: messages / rank"),
-        ("alltoall_routed", "batches_per_rank", "routed: batches / rank"),
-        ("alltoall_routed", "bytes_per_rank", "routed: bytes / rank"),
-        ("memory_routed", "coalesce_kib", "routed: buffers (KiB / rank)"),
-        ("memory_routed", "rss_alltoall_kib", "routed: RSS growth (KiB / rank)"),
-        ("memory", "typed_kib", "typed bookkeeping (KiB / rank)"),
-        ("memory", "rss_setup_kib", "RSS at set-up (KiB / rank)"),
-        ("memory", "hwm_kib", "VmHWM (KiB / rank)")],
-        "all-to-all epoch (one 16-byte record per pair) and memory per rank")
+    row_table(d, tp, ranks, EPOCH_COLUMNS, "empty epochs")
+    row_table(d, tp, ranks, ALLTOALL_COLUMNS,
+              "all-to-all epoch (one 16-byte record per pair) and memory per rank")
     buf = [d.get((tp, p, "memory", "coalesce_kib")) for p in ranks]
     if not any(buf):
         return
