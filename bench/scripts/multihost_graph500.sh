@@ -59,9 +59,11 @@ for ((r = 0; r < rounds; r++)); do
     "${args[@]}"
 done
 
-python3 - "$out" "$scale" <<'PY'
+python3 - "$out" "$scale" "$here" <<'PY'
 import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
+sys.path.insert(0, sys.argv[3])
+import benchjson  # bench/scripts/benchjson.py: the shared JSON-lines loader
+rows = benchjson.load([sys.argv[1]])
 by, failed = {}, {}
 for r in rows:
     by.setdefault(r["config"], [])
