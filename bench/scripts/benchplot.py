@@ -49,9 +49,9 @@ def axes(ax, xlabel, ylabel, xlog=None, ylog=False, zero=False, which="major"):
     ax.grid(alpha=0.3, which=which)
 
 
-def save(plt, f, path):
+def save(plt, f, path, dpi=110):
     f.tight_layout()
-    f.savefig(path, dpi=110)
+    f.savefig(path, dpi=dpi)
     plt.close(f)
 
 

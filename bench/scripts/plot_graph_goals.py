@@ -20,6 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchjson  # noqa: E402
+import benchplot  # noqa: E402
 
 # Quoted from issue 18, never re-measured: the best shared-memory code, 2 threads, Kronecker
 # edgefactor 16 (MTEPS).
@@ -32,11 +33,9 @@ def main():
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     rows = benchjson.pick(benchjson.load([args.runs], bench="graph500"), system="am")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = benchplot.pyplot("plot_graph_goals.py")
+    if plt is None:
+        return 2
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     print("| kernel | SCALE | runs (validated) | median MTEPS (harmonic mean per run) | min–max | "
           "quoted constant (issue 18, not re-measured) | ratio to it (not like-for-like) |")
@@ -68,10 +67,10 @@ def main():
                 label="quoted (issue 18), not re-measured:\nshared-memory code, 2 threads")
         ax.legend(fontsize=7, loc="upper right")
     fig.suptitle("am-graph500, Kronecker edgefactor 16, 2 shm ranks on 2 cores", fontsize=10)
-    fig.tight_layout()
     os.makedirs(args.out, exist_ok=True)
-    fig.savefig(os.path.join(args.out, "graph_goals.png"), dpi=110)
+    benchplot.save(plt, fig, os.path.join(args.out, "graph_goals.png"))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

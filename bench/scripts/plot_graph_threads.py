@@ -20,6 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchjson  # noqa: E402
+import benchplot  # noqa: E402
 
 
 def summarize(rows):
@@ -73,12 +74,7 @@ def table(figs, ratios):
     return "\n".join(lines) + "\n"
 
 
-def plot(by_kernel, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot(plt, by_kernel, path):
     fig, axes = plt.subplots(1, len(by_kernel), figsize=(5.2 * len(by_kernel), 3.6), squeeze=False)
     for ax, (kernel, figs) in zip(axes[0], by_kernel.items()):
         keys = sorted(figs, key=lambda k: (k[0] * k[1], k))
@@ -94,8 +90,7 @@ def plot(by_kernel, path):
         ax.set_title(
             f"{kernel.upper()}, Kronecker SCALE {any_fig['scale']}, {any_fig['roots']} roots"
         )
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    benchplot.save(plt, fig, path, dpi=120)
 
 
 def hops(rows):
@@ -138,10 +133,10 @@ def main():
         f.write(text)
     if a.no_plot:
         return
-    try:
-        plot(by_kernel, os.path.join(a.out, "graph_threads.png"))
-    except ImportError:
+    plt = benchplot.pyplot("plot_graph_threads.py")
+    if plt is None:
         sys.exit(2)
+    plot(plt, by_kernel, os.path.join(a.out, "graph_threads.png"))
 
 
 if __name__ == "__main__":
