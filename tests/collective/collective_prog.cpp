@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -36,14 +37,22 @@ void missing_barrier(am::context& ctx) {
     if (ctx.rank() != 0) ctx.barrier();
 }
 
-void quiesce_vs_barrier(am::context& ctx) {
-    ctx.barrier();
+// Rank 0 calls `zero`, the others `others`: collectives that do not match, which the job must
+// refuse; a rank that gets past them says so.
+void mismatched(am::context& ctx, const std::function<void()>& zero,
+                const std::function<void()>& others) {
     if (ctx.rank() == 0) {
-        ctx.quiesce();
+        zero();
     } else {
-        ctx.barrier();
+        others();
     }
     std::printf("collective_prog: rank %d passed a mismatched collective\n", ctx.rank());
+}
+
+void quiesce_vs_barrier(am::context& ctx) {
+    ctx.barrier();
+    mismatched(
+        ctx, [&] { ctx.quiesce(); }, [&] { ctx.barrier(); });
 }
 
 // The barrier in a fence or free is a collective of its own kind: matching it with a plain
@@ -51,22 +60,14 @@ void quiesce_vs_barrier(am::context& ctx) {
 // states.
 void fence_vs_barrier(am::context& ctx) {
     am::window w = am::window::allocate(ctx, 64);
-    if (ctx.rank() == 0) {
-        w.fence();
-    } else {
-        ctx.barrier();
-    }
-    std::printf("collective_prog: rank %d passed a mismatched collective\n", ctx.rank());
+    mismatched(
+        ctx, [&] { w.fence(); }, [&] { ctx.barrier(); });
 }
 
 void free_vs_fence(am::context& ctx) {
     am::window w = am::window::allocate(ctx, 64);
-    if (ctx.rank() == 0) {
-        w.free();
-    } else {
-        w.fence();
-    }
-    std::printf("collective_prog: rank %d passed a mismatched collective\n", ctx.rank());
+    mismatched(
+        ctx, [&] { w.free(); }, [&] { w.fence(); });
 }
 
 void straggler(am::context& ctx) {

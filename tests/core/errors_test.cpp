@@ -18,6 +18,17 @@ std::string rank_of(const am::context& ctx) {
     return "rank " + std::to_string(ctx.rank()) + ":";
 }
 
+// Waits until this rank handled `handled` messages and `answered` replies; after the barrier
+// (the job's traffic is over) both counts must be exact: nothing lost, nothing run twice.
+void wait_exact(am::context& ctx, am::counter& got, std::uint64_t handled, am::counter& replies,
+                std::uint64_t answered) {
+    got.wait(handled);
+    replies.wait(answered);
+    ctx.barrier();
+    EXPECT_EQ(got.value(), handled);
+    EXPECT_EQ(replies.value(), answered);
+}
+
 TEST_P(errors, bad_rank) {
     const int rc = run([](am::context& ctx) {
         const int n = ctx.size(), me = ctx.rank();
@@ -84,11 +95,7 @@ TEST_P(errors, unregistered_handler) {
             {"am::context::request", rank_of(ctx), "handler " + std::to_string(m.index), "medium"});
         for (int i = 0; i < 3; ++i) ctx.request(right, s, i);
         ctx.request(right, ask);
-        got.wait(6);
-        replies.wait(1);
-        ctx.barrier();
-        EXPECT_EQ(got.value(), 6u);
-        EXPECT_EQ(replies.value(), 1u);
+        wait_exact(ctx, got, 6, replies, 1);
         EXPECT_EQ(misdirected.value(), 0u);
     });
     ASSERT_EQ(rc, 0);
@@ -125,11 +132,7 @@ TEST_P(errors, medium_too_large) {
         }
         ctx.request(right, m, am::bytes(ok));
         ctx.request(right, ask);
-        got.wait(2);
-        replies.wait(1);
-        ctx.barrier();
-        EXPECT_EQ(got.value(), 2u);
-        EXPECT_EQ(replies.value(), 1u);
+        wait_exact(ctx, got, 2, replies, 1);
     });
     ASSERT_EQ(rc, 0);
 }
@@ -179,10 +182,7 @@ TEST_P(errors, long_outside_segment) {
         }
         ctx.request(right, l, am::bytes(eleven), size - 11);  // exactly at the end is fine
         ctx.request(right, ask);
-        got.wait(2);
-        replies.wait(1);
-        ctx.barrier();
-        EXPECT_EQ(got.value(), 2u);
+        wait_exact(ctx, got, 2, replies, 1);
         const auto want = am_test::pattern(tail, 1234);  // but for the last 11 bytes, written
         EXPECT_TRUE(std::equal(want.begin(), want.end() - 11, seg.end() - tail))
             << "a rejected long send wrote into the segment";
@@ -223,10 +223,43 @@ TEST_P(errors, second_reply) {
     ASSERT_EQ(rc, 0);
 }
 
+// The fence of the reply-handler tests. Requests from one rank arrive in order: once the right
+// neighbour has answered the fence request (sent after the first reply came back), anything
+// the reply handler sent it has been handled; the fence's handler and, after the barrier, the
+// test expect `never` (what must not have happened) still 0.
+struct reply_fence {
+    reply_fence(am::context& ctx, am::counter& never)
+        : _never(never),
+          _fence(ctx),
+          _answer(ctx.handler([this](am::token&) { _fence.add(); })),
+          _ask(ctx.handler([this](am::token& t) {
+              EXPECT_EQ(_never.value(), 0u);
+              t.reply(_answer);
+          })) {}
+    reply_fence(const reply_fence&) = delete;
+    reply_fence& operator=(const reply_fence&) = delete;
+
+    // Requests `first` at the right neighbour, waits for its reply (counted in `replies`), then
+    // for the fence's, and ends with a barrier.
+    void pass(am::context& ctx, am::handler<am::category::short_am> first, am::counter& replies) {
+        const int right = (ctx.rank() + 1) % ctx.size();
+        ctx.request(right, first);
+        replies.wait(1);
+        ctx.request(right, _ask);
+        _fence.wait(1);
+        ctx.barrier();
+        EXPECT_EQ(_never.value(), 0u);
+    }
+
+  private:
+    am::counter& _never;
+    am::counter _fence;
+    am::handler<am::category::short_am> _answer, _ask;
+};
+
 TEST_P(errors, reply_from_reply_handler) {
     const int rc = run([](am::context& ctx) {
-        const int n = ctx.size(), me = ctx.rank();
-        am::counter replies(ctx), bounced(ctx), fence(ctx);
+        am::counter replies(ctx), bounced(ctx);
         am::handler<am::category::short_am> self{};
         auto answer = ctx.handler([&](am::token& t) {
             if (!t.is_request()) {
@@ -238,20 +271,10 @@ TEST_P(errors, reply_from_reply_handler) {
             }
         });
         self = answer;
-        auto fence_answer = ctx.handler([&](am::token&) { fence.add(); });
         auto ask = ctx.handler([answer](am::token& t) { t.reply(answer); });
-        auto fence_ask = ctx.handler([&, fence_answer](am::token& t) {
-            EXPECT_EQ(bounced.value(), 0u);
-            t.reply(fence_answer);
-        });
+        reply_fence fence(ctx, bounced);
         ctx.barrier();
-        const int right = (me + 1) % n;
-        ctx.request(right, ask);
-        replies.wait(1);
-        ctx.request(right, fence_ask);
-        fence.wait(1);
-        ctx.barrier();
-        EXPECT_EQ(bounced.value(), 0u);
+        fence.pass(ctx, ask, replies);
         EXPECT_EQ(replies.value(), 1u);
     });
     ASSERT_EQ(rc, 0);
@@ -259,10 +282,8 @@ TEST_P(errors, reply_from_reply_handler) {
 
 TEST_P(errors, request_from_reply_handler) {
     const int rc = run([](am::context& ctx) {
-        const int n = ctx.size(), me = ctx.rank();
-        am::counter replies(ctx), forbidden(ctx), fence(ctx);
+        am::counter replies(ctx), forbidden(ctx);
         auto target = ctx.handler([&](am::token&, int) { forbidden.add(); });
-        auto fence_answer = ctx.handler([&](am::token&) { fence.add(); });
         auto answer = ctx.handler([&, target](am::token& t) {
             const int right = (ctx.rank() + 1) % ctx.size();
             expect_error([&] { t.ctx().request(right, target, 1); }, am::errc::bad_context,
@@ -270,20 +291,9 @@ TEST_P(errors, request_from_reply_handler) {
             replies.add();
         });
         auto ask = ctx.handler([answer](am::token& t) { t.reply(answer); });
-        auto fence_ask = ctx.handler([&, fence_answer](am::token& t) {
-            // Requests from one rank arrive in order: a request sent from the reply handler
-            // before this fence would have been handled already.
-            EXPECT_EQ(forbidden.value(), 0u);
-            t.reply(fence_answer);
-        });
+        reply_fence fence(ctx, forbidden);
         ctx.barrier();
-        const int right = (me + 1) % n;
-        ctx.request(right, ask);
-        replies.wait(1);
-        ctx.request(right, fence_ask);
-        fence.wait(1);
-        ctx.barrier();
-        EXPECT_EQ(forbidden.value(), 0u);
+        fence.pass(ctx, ask, replies);
     });
     ASSERT_EQ(rc, 0);
 }

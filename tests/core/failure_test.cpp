@@ -4,6 +4,7 @@
 // returns non-zero.
 #include "support/spmd.hpp"
 
+#include <functional>
 #include <thread>
 
 namespace {
@@ -11,7 +12,18 @@ namespace {
 using am_test::spmd_test;
 using clock_type = std::chrono::steady_clock;
 
-class failure : public spmd_test {};
+class failure : public spmd_test {
+  protected:
+    // Runs `fn` on every rank with stderr captured (shm ranks' output too): the job must fail.
+    // Returns what it printed.
+    std::string run_failing(const am_test::rank_fn& fn, const am_test::tweak_fn& tweak = {}) const {
+        ::testing::internal::CaptureStderr();
+        const int rc = run(fn, tweak);
+        std::string err = ::testing::internal::GetCapturedStderr();
+        EXPECT_NE(rc, 0) << err;
+        return err;
+    }
+};
 
 struct board {
     std::atomic<int> saw_abort{0};  // ranks that got errc::aborted naming the cause
@@ -40,6 +52,12 @@ void expect_prompt(const board& b) {
 }
 
 // Waits for a message that never comes; records what the wait threw, then rethrows.
+// `ranks` ranks saw the abort naming its cause, and none anything else.
+void expect_aborted(const board& b, int ranks) {
+    EXPECT_EQ(b.saw_abort.load(), ranks) << b.sample.str();
+    EXPECT_EQ(b.wrong.load(), 0) << b.sample.str();
+}
+
 void wait_for_abort(am::context& ctx, board& b, const std::vector<std::string>& parts) {
     am::counter never(ctx);
     try {
@@ -59,10 +77,25 @@ void wait_for_abort(am::context& ctx, board& b, const std::vector<std::string>& 
     b.sample.set("rank " + std::to_string(ctx.rank()) + ": the wait returned");
 }
 
+// Registers the handler that records the failure's time in `b` and throws "handler exploded".
+auto exploding_handler(am::context& ctx, board& b) {
+    return ctx.handler([&b](am::token&) {
+        b.failed_at.store(now_ns());
+        throw std::runtime_error("handler exploded");
+    });
+}
+
+// Sleeps until `done()`, for at most 30 s (CTest's timeout is longer).
+void sleep_until_done(const std::function<bool()>& done) {
+    const auto until = clock_type::now() + std::chrono::seconds(30);
+    while (!done() && clock_type::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
 TEST_P(failure, rank_throws_fails_job) {
     am_test::shared<board> b;
-    ::testing::internal::CaptureStderr();
-    const int rc = run([&](am::context& ctx) {
+    const std::string err = run_failing([&](am::context& ctx) {
         const int last = ctx.size() - 1;
         ctx.barrier();
         if (ctx.rank() == last) {
@@ -71,29 +104,20 @@ TEST_P(failure, rank_throws_fails_job) {
         }
         wait_for_abort(ctx, *b, {"rank " + std::to_string(last), "deliberate failure"});
     });
-    const std::string err = ::testing::internal::GetCapturedStderr();
-    EXPECT_NE(rc, 0);
     if (ranks() > 1) expect_prompt(*b);
-    EXPECT_EQ(b->saw_abort.load(), ranks() - 1) << b->sample.str();
-    EXPECT_EQ(b->wrong.load(), 0) << b->sample.str();
+    expect_aborted(*b, ranks() - 1);
     EXPECT_TRUE(am_test::contains(err, "deliberate failure")) << err;
 }
 
 TEST_P(failure, handler_throws_fails_job) {
     am_test::shared<board> b;
-    ::testing::internal::CaptureStderr();
-    const int rc = run([&](am::context& ctx) {
+    const std::string err = run_failing([&](am::context& ctx) {
         const int last = ctx.size() - 1;
-        auto bomb = ctx.handler([&](am::token&) {
-            b->failed_at.store(now_ns());
-            throw std::runtime_error("handler exploded");
-        });
+        auto bomb = exploding_handler(ctx, *b);
         ctx.barrier();
         if (ctx.rank() == 0) ctx.request(last, bomb);
         wait_for_abort(ctx, *b, {"handler exploded"});
     });
-    const std::string err = ::testing::internal::GetCapturedStderr();
-    EXPECT_NE(rc, 0);
     if (ranks() > 1) expect_prompt(*b);
     // The rank running the handler sees the handler's exception itself, the others an abort.
     EXPECT_EQ(b->saw_abort.load(), ranks() - 1) << b->sample.str();
@@ -105,14 +129,10 @@ TEST_P(failure, handler_throws_fails_job) {
 // the rank's own thread waits forever.
 TEST_P(failure, handler_throwing_on_another_thread_fails_job) {
     am_test::shared<board> b;
-    ::testing::internal::CaptureStderr();
-    const int rc = run(
+    const std::string err = run_failing(
         [&](am::context& ctx) {
             const int last = ctx.size() - 1;
-            auto bomb = ctx.handler([&](am::token&) {
-                b->failed_at.store(now_ns());
-                throw std::runtime_error("handler exploded");
-            });
+            auto bomb = exploding_handler(ctx, *b);
             ctx.barrier();
             if (ctx.rank() != last) {
                 while (b->ready.load() == 0) std::this_thread::yield();
@@ -141,55 +161,37 @@ TEST_P(failure, handler_throwing_on_another_thread_fails_job) {
             } join{stop, poller};
             if (ctx.rank() == 0) ctx.request(last, bomb);  // a single rank sends to itself
             b->ready.store(1);
-            // The rank's thread does not poll until the other thread has run the handler
-            // (bounded: CTest's timeout is longer).
-            const auto until = clock_type::now() + std::chrono::seconds(30);
-            while (b->caught.load() == 0 && clock_type::now() < until) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            }
+            // The rank's thread does not poll until the other thread has run the handler.
+            sleep_until_done([&] { return b->caught.load() != 0; });
             wait_for_abort(ctx, *b, {"handler exploded"});
         },
         [](am::config& c) { c.thread_multiple = true; });
-    const std::string err = ::testing::internal::GetCapturedStderr();
-    EXPECT_NE(rc, 0);
     expect_prompt(*b);
     EXPECT_EQ(b->caught.load(), 1) << "the handler did not run on the second thread";
-    EXPECT_EQ(b->saw_abort.load(), ranks()) << b->sample.str();
-    EXPECT_EQ(b->wrong.load(), 0) << b->sample.str();
+    expect_aborted(*b, ranks());
     EXPECT_TRUE(am_test::contains(err, "handler exploded")) << err;
 }
 
 // The same on the rank's progress thread: the job fails naming that thread.
 TEST_P(failure, handler_throwing_on_progress_thread_fails_job) {
     am_test::shared<board> b;
-    ::testing::internal::CaptureStderr();
-    const int rc = run(
+    const std::string err = run_failing(
         [&](am::context& ctx) {
             const int last = ctx.size() - 1;
-            auto bomb = ctx.handler([&](am::token&) {
-                b->failed_at.store(now_ns());
-                throw std::runtime_error("handler exploded");
-            });
+            auto bomb = exploding_handler(ctx, *b);
             ctx.barrier();
             if (ctx.rank() == last) b->ready.store(1);
             while (b->ready.load() == 0) std::this_thread::yield();
             if (ctx.rank() == 0) ctx.request(last, bomb);
             if (ctx.rank() == last) {
-                // The rank's thread does not poll until the progress thread has run the handler
-                // (bounded: CTest's timeout is longer).
-                const auto until = clock_type::now() + std::chrono::seconds(30);
-                while (b->failed_at.load() == 0 && clock_type::now() < until) {
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                }
+                // The rank's thread does not poll until the progress thread has run the handler.
+                sleep_until_done([&] { return b->failed_at.load() != 0; });
             }
             wait_for_abort(ctx, *b, {"(progress thread)", "handler exploded"});
         },
         [](am::config& c) { c.progress_thread = true; });
-    const std::string err = ::testing::internal::GetCapturedStderr();
-    EXPECT_NE(rc, 0);
     expect_prompt(*b);
-    EXPECT_EQ(b->saw_abort.load(), ranks()) << b->sample.str();
-    EXPECT_EQ(b->wrong.load(), 0) << b->sample.str();
+    expect_aborted(*b, ranks());
     EXPECT_TRUE(am_test::contains(
         err, "rank " + std::to_string(ranks() - 1) + " (progress thread): handler exploded"))
         << err;
@@ -197,8 +199,7 @@ TEST_P(failure, handler_throwing_on_progress_thread_fails_job) {
 
 TEST_P(failure, abort_names_rank_and_reason) {
     am_test::shared<board> b;
-    ::testing::internal::CaptureStderr();
-    const int rc = run([&](am::context& ctx) {
+    (void)run_failing([&](am::context& ctx) {
         ctx.barrier();
         if (ctx.rank() == 0) {
             try {
@@ -215,11 +216,8 @@ TEST_P(failure, abort_names_rank_and_reason) {
         }
         wait_for_abort(ctx, *b, {"rank 0 called abort: enough is enough"});
     });
-    (void)::testing::internal::GetCapturedStderr();
-    EXPECT_NE(rc, 0);
     expect_prompt(*b);
-    EXPECT_EQ(b->saw_abort.load(), ranks()) << b->sample.str();
-    EXPECT_EQ(b->wrong.load(), 0) << b->sample.str();
+    expect_aborted(*b, ranks());
 }
 
 // Not on mpi: these tests check am::run's status and every rank's error in the test process

@@ -101,9 +101,8 @@ void check_variants(am::context& ctx, const graph_spec& spec, int root_count,
         var.opt.threads = threads;
         am::graph::bfs_kernel bfs(ctx, g, var.opt);
         for (const std::uint32_t root : roots) {
-            const std::string what = describe(spec) + ", " + var.name + ", root " +
-                                     std::to_string(root) + ", " + std::to_string(ctx.size()) +
-                                     " ranks × " + std::to_string(threads) + " threads";
+            const std::string what =
+                describe(spec) + ", " + var.name + search_name(ctx, root, threads);
             search_result r;
             r.dist.assign(3, 1.0f);  // a reused result: the kernel must reset it
             bfs.run(root, r);
@@ -186,10 +185,7 @@ TEST_P(graph_bfs_threads, erdos_renyi) {
 class graph_bfs_thread_options : public spmd_test {};
 
 TEST_P(graph_bfs_thread_options, rejects_bad_thread_counts) {
-    ASSERT_EQ(run([](am::context& ctx) {
-                  check_thread_refusals<am::graph::bfs_kernel>(ctx, "bfs_kernel");
-              }),
-              0);
+    ASSERT_EQ(run(thread_refusals_job<am::graph::bfs_kernel>("bfs_kernel")), 0);
 }
 
 AM_INSTANTIATE(graph_bfs_threads, thread_params());

@@ -310,26 +310,14 @@ class mismatches {
 /// The combinations the graph tests run on: threads at 1, 2, 3 and 4 ranks (3: not a power of
 /// two), shm at 2, and with MPI, every message through MPI at 2 and 4 processes.
 inline std::vector<am_test::spmd_param> graph_params(bool with_np4_mpi = true) {
-    std::vector<am_test::spmd_param> v;
-    for (int n : {1, 2, 3, 4}) v.push_back({am::transport_kind::threads, n});
-    v.push_back({am::transport_kind::shm, 2});
-#ifdef AM_HAVE_MPI
-    v.push_back({am::transport_kind::mpi, 2, 1});
-    if (with_np4_mpi) v.push_back({am::transport_kind::mpi, 4, 1});
-#endif
-    return v;
+    if (!with_np4_mpi) return am_test::exact_params({1, 2, 3, 4}, {2}, {2});
+    return am_test::exact_params({1, 2, 3, 4}, {2}, {2, 4});
 }
 
 /// The combinations the tests of several handler threads per rank run on (with
 /// `thread_multiple`): threads at 1 and 2 ranks, shm at 2, and MPI at 2 processes.
 inline std::vector<am_test::spmd_param> thread_params() {
-    std::vector<am_test::spmd_param> v{{am::transport_kind::threads, 1},
-                                       {am::transport_kind::threads, 2},
-                                       {am::transport_kind::shm, 2}};
-#ifdef AM_HAVE_MPI
-    v.push_back({am::transport_kind::mpi, 2, 1});
-#endif
-    return v;
+    return am_test::exact_params({1, 2}, {2}, {2});
 }
 
 /// Configures a context for several handler threads (kernel_options::threads > 1).
@@ -354,15 +342,21 @@ void check_thread_refusals(am::context& ctx, const std::string& name) {
     refused(2, "thread_multiple");
 }
 
+/// ", root R, N ranks × T threads": how a check names one search of a job.
+inline std::string search_name(const am::context& ctx, std::uint32_t root, int threads) {
+    return ", root " + std::to_string(root) + ", " + std::to_string(ctx.size()) + " ranks × " +
+           std::to_string(threads) + " threads";
+}
+
+/// The rank function of check_thread_refusals<Kernel>(ctx, name).
+template <class Kernel>
+am_test::rank_fn thread_refusals_job(const std::string& name) {
+    return [name](am::context& ctx) { check_thread_refusals<Kernel>(ctx, name); };
+}
+
 /// A smaller set for the more expensive or less transport-sensitive tests.
 inline std::vector<am_test::spmd_param> graph_params_small() {
-    std::vector<am_test::spmd_param> v;
-    for (int n : {1, 3}) v.push_back({am::transport_kind::threads, n});
-    v.push_back({am::transport_kind::shm, 2});
-#ifdef AM_HAVE_MPI
-    v.push_back({am::transport_kind::mpi, 2, 1});
-#endif
-    return v;
+    return am_test::exact_params({1, 3}, {2}, {2});
 }
 
 }  // namespace graph_test

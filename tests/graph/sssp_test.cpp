@@ -95,9 +95,8 @@ void check_deltas(am::context& ctx, const graph_spec& spec, int root_count,
         }
         for (const std::uint32_t root : roots) {
             const std::string what = describe(spec) + ", delta " + std::to_string(sssp.delta()) +
-                                     (fusion ? "" : ", no bucket fusion") + ", root " +
-                                     std::to_string(root) + ", " + std::to_string(ctx.size()) +
-                                     " ranks × " + std::to_string(threads) + " threads";
+                                     (fusion ? "" : ", no bucket fusion") +
+                                     search_name(ctx, root, threads);
             search_result r;
             r.pred.assign(5, 7);  // a reused result: the kernel must reset it
             sssp.run(root, r);
@@ -286,10 +285,7 @@ TEST_P(graph_sssp_thread_errors, rejects_too_many_buckets) {
 class graph_sssp_thread_options : public spmd_test {};
 
 TEST_P(graph_sssp_thread_options, rejects_bad_thread_counts) {
-    ASSERT_EQ(run([](am::context& ctx) {
-                  check_thread_refusals<am::graph::sssp_kernel>(ctx, "sssp_kernel");
-              }),
-              0);
+    ASSERT_EQ(run(thread_refusals_job<am::graph::sssp_kernel>("sssp_kernel")), 0);
 }
 
 // 3 ranks: 1408, 1408 and 1280 vertices of 2^12, so the second thread's slice is shorter

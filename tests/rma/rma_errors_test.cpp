@@ -18,13 +18,29 @@ using am_test::rma_test;
 class rma_errors : public rma_test {};
 
 // Split-phase operations accepted around the errors: each `issue()` puts 100 bytes into the
-// right neighbour's inbox and gets 100 bytes from its exposed area.
+// right neighbour's inbox and gets 100 bytes from its exposed area. Made on every rank (it
+// allocates and exchanges the inbox and the exposed area); the tests pass its counters to the
+// calls they expect to be refused too, which must count nothing.
 struct accepted {
+    explicit accepted(am::context& c)
+        : ctx(c),
+          put_flag(c),
+          done(c),
+          get_flag(c),
+          my_inbox(c.allocate<std::byte>(100 * 64)),
+          my_exposed(c.allocate<std::byte>(100)) {
+        am_test::fill_pattern({ctx.local(my_exposed), 100}, 55);
+        const auto right = static_cast<std::size_t>((c.rank() + 1) % c.size());
+        inbox = c.exchange(my_inbox)[right];
+        exposed = c.exchange(my_exposed)[right];
+    }
+    accepted(const accepted&) = delete;
+    accepted& operator=(const accepted&) = delete;
+
     am::context& ctx;
-    am::global_ptr<std::byte> inbox, exposed;  // of the right neighbour
-    am::counter& put_flag;
-    am::counter& done;
-    am::counter& get_flag;
+    am::counter put_flag, done, get_flag;
+    am::global_ptr<std::byte> my_inbox, my_exposed;  // this rank's
+    am::global_ptr<std::byte> inbox, exposed;        // of the right neighbour
     std::vector<std::vector<std::byte>> gets = {};
     int count = 0;
 
@@ -35,8 +51,9 @@ struct accepted {
         ctx.get(gets.back().data(), exposed, 100, get_flag);
         ++count;
     }
-    // Waits for everything issued, then checks exact counts and the data.
-    void check(std::span<const std::byte> my_inbox) {
+    // Waits for everything issued, then checks exact counts and the data in this rank's inbox.
+    void check() {
+        const std::span<const std::byte> mine(ctx.local(my_inbox), 100 * 64);
         const auto want = static_cast<std::uint64_t>(count);
         put_flag.wait(want);
         done.wait(want);
@@ -46,7 +63,7 @@ struct accepted {
         EXPECT_EQ(done.value(), want) << "puts completed";
         EXPECT_EQ(get_flag.value(), want) << "gets completed";
         for (int i = 0; i < count; ++i) {
-            AM_EXPECT_BYTES(my_inbox.subspan(static_cast<std::size_t>(100 * i), 100),
+            AM_EXPECT_BYTES(mine.subspan(static_cast<std::size_t>(100 * i), 100),
                             am_test::pattern(100, static_cast<std::uint64_t>(i)))
                 << " accepted put " << i;
         }
@@ -63,19 +80,8 @@ AM_RMA_TEST(rma_errors, out_of_segment) {
     // The end of every segment holds a pattern that rejected puts must leave alone; nothing is
     // allocated there (the blocks below are small and come first).
     am_test::fill_pattern(seg.last(tail), 1234);
-    am::counter put_flag(ctx), done(ctx), get_flag(ctx);
-    const auto inbox = ctx.allocate<std::byte>(100 * 64);
-    const auto exposed = ctx.allocate<std::byte>(100);
-    am_test::fill_pattern({ctx.local(exposed), 100}, 55);
-    const auto inboxes = ctx.exchange(inbox);
-    const auto areas = ctx.exchange(exposed);
+    accepted ok(ctx);
     ctx.barrier();
-    accepted ok{ctx,
-                inboxes[static_cast<std::size_t>(right)],
-                areas[static_cast<std::size_t>(right)],
-                put_flag,
-                done,
-                get_flag};
     for (int i = 0; i < 8; ++i) ok.issue();
 
     using gp = am::global_ptr<std::byte>;
@@ -99,10 +105,11 @@ AM_RMA_TEST(rma_errors, out_of_segment) {
         const std::vector<std::byte> big = am_test::pattern(r.len, 3);
         std::vector<std::byte> sink(r.len, std::byte{0xcd});
         const gp at(right, r.offset);
-        expect_oos([&] { ctx.put(at, big.data(), r.len, put_flag, done); }, "am::context::put");
-        expect_oos([&] { ctx.put(at, big.data(), r.len, put_flag); }, "am::context::put");
+        expect_oos([&] { ctx.put(at, big.data(), r.len, ok.put_flag, ok.done); },
+                   "am::context::put");
+        expect_oos([&] { ctx.put(at, big.data(), r.len, ok.put_flag); }, "am::context::put");
         expect_oos([&] { ctx.put(at, big.data(), r.len); }, "am::context::put");
-        expect_oos([&] { ctx.get(sink.data(), at, r.len, get_flag); }, "am::context::get");
+        expect_oos([&] { ctx.get(sink.data(), at, r.len, ok.get_flag); }, "am::context::get");
         expect_oos([&] { ctx.get(sink.data(), at, r.len); }, "am::context::get");
         EXPECT_TRUE(std::ranges::all_of(sink, [](std::byte b) { return b == std::byte{0xcd}; }))
             << "a rejected get wrote into its destination";
@@ -115,12 +122,12 @@ AM_RMA_TEST(rma_errors, out_of_segment) {
         const auto rows_src = am_test::pattern(rows * width, 4);
         std::vector<std::byte> rows_dst(rows * width, std::byte{0xcd});
         expect_oos(
-            [&] { ctx.put_strided(at, stride, rows_src.data(), width, width, rows, put_flag); },
+            [&] { ctx.put_strided(at, stride, rows_src.data(), width, width, rows, ok.put_flag); },
             "am::context::put_strided");
         expect_oos([&] { ctx.put_strided(at, stride, rows_src.data(), width, width, rows); },
                    "am::context::put_strided");
         expect_oos(
-            [&] { ctx.get_strided(rows_dst.data(), width, at, stride, width, rows, get_flag); },
+            [&] { ctx.get_strided(rows_dst.data(), width, at, stride, width, rows, ok.get_flag); },
             "am::context::get_strided");
         expect_oos([&] { ctx.get_strided(rows_dst.data(), width, at, stride, width, rows); },
                    "am::context::get_strided");
@@ -133,16 +140,16 @@ AM_RMA_TEST(rma_errors, out_of_segment) {
         const std::vector<std::uint64_t> idx = {0, 1, (size - tail) / 4, size / 4};
         const std::vector<std::uint32_t> vals = {1, 2, 3, 4};
         std::vector<std::uint32_t> sink(idx.size(), 0xcdcdcdcd);
-        expect_oos([&] { ctx.put_indexed(base, idx, vals.data(), put_flag); },
+        expect_oos([&] { ctx.put_indexed(base, idx, vals.data(), ok.put_flag); },
                    "am::context::put_indexed");
         expect_oos([&] { ctx.put_indexed(base, idx, vals.data()); }, "am::context::put_indexed");
-        expect_oos([&] { ctx.get_indexed(sink.data(), base, idx, get_flag); },
+        expect_oos([&] { ctx.get_indexed(sink.data(), base, idx, ok.get_flag); },
                    "am::context::get_indexed");
         expect_oos([&] { ctx.get_indexed(sink.data(), base, idx); }, "am::context::get_indexed");
         EXPECT_EQ(sink, std::vector<std::uint32_t>(idx.size(), 0xcdcdcdcd));
     }
     for (int i = 0; i < 8; ++i) ok.issue();
-    ok.check({ctx.local(inbox), 100 * 64});  // everything accepted completes, once
+    ok.check();  // everything accepted completes, once
     AM_EXPECT_BYTES(seg.last(tail), am_test::pattern(tail, 1234))
         << " the end of the segment was written by a rejected put";
     ctx.barrier();
@@ -150,37 +157,27 @@ AM_RMA_TEST(rma_errors, out_of_segment) {
 
 // Ranks outside [0, size) and null pointers, for every call.
 AM_RMA_TEST(rma_errors, bad_rank_and_null) {
-    const int n = ctx.size(), me = ctx.rank();
-    const int right = (me + 1) % n;
-    am::counter put_flag(ctx), done(ctx), get_flag(ctx);
-    const auto inbox = ctx.allocate<std::byte>(100 * 64);
-    const auto exposed = ctx.allocate<std::byte>(100);
-    am_test::fill_pattern({ctx.local(exposed), 100}, 55);
-    const auto inboxes = ctx.exchange(inbox);
-    const auto areas = ctx.exchange(exposed);
-    accepted ok{ctx,
-                inboxes[static_cast<std::size_t>(right)],
-                areas[static_cast<std::size_t>(right)],
-                put_flag,
-                done,
-                get_flag};
+    const int n = ctx.size();
+    accepted ok(ctx);
     ok.issue();
     const auto src = am_test::pattern(16, 1);
     std::vector<std::byte> sink(16, std::byte{0xcd});
     const std::vector<std::uint64_t> idx = {0, 1};
     // Every call on pointer `p`; `check(f, call)` judges each.
     auto every_call = [&](am::global_ptr<std::byte> p, auto&& check) {
-        check([&] { ctx.put(p, src.data(), 16, put_flag, done); }, "am::context::put");
-        check([&] { ctx.put(p, src.data(), 16, put_flag); }, "am::context::put");
+        check([&] { ctx.put(p, src.data(), 16, ok.put_flag, ok.done); }, "am::context::put");
+        check([&] { ctx.put(p, src.data(), 16, ok.put_flag); }, "am::context::put");
         check([&] { ctx.put(p, src.data(), 16); }, "am::context::put");
-        check([&] { ctx.get(sink.data(), p, 16, get_flag); }, "am::context::get");
+        check([&] { ctx.get(sink.data(), p, 16, ok.get_flag); }, "am::context::get");
         check([&] { ctx.get(sink.data(), p, 16); }, "am::context::get");
-        check([&] { ctx.put_strided(p, 8, src.data(), 4, 4, 2, put_flag); },
+        check([&] { ctx.put_strided(p, 8, src.data(), 4, 4, 2, ok.put_flag); },
               "am::context::put_strided");
-        check([&] { ctx.get_strided(sink.data(), 4, p, 8, 4, 2, get_flag); },
+        check([&] { ctx.get_strided(sink.data(), 4, p, 8, 4, 2, ok.get_flag); },
               "am::context::get_strided");
-        check([&] { ctx.put_indexed(p, idx, src.data(), put_flag); }, "am::context::put_indexed");
-        check([&] { ctx.get_indexed(sink.data(), p, idx, get_flag); }, "am::context::get_indexed");
+        check([&] { ctx.put_indexed(p, idx, src.data(), ok.put_flag); },
+              "am::context::put_indexed");
+        check([&] { ctx.get_indexed(sink.data(), p, idx, ok.get_flag); },
+              "am::context::get_indexed");
     };
     for (int bad : {n, n + 1, INT_MAX}) {
         SCOPED_TRACE("rank " + std::to_string(bad));
@@ -210,15 +207,15 @@ AM_RMA_TEST(rma_errors, bad_rank_and_null) {
     }
     // A null local buffer with a non-zero length: invalid_argument.
     const auto target = ok.inbox;
-    expect_error([&] { ctx.put(target, static_cast<const std::byte*>(nullptr), 16, put_flag); },
+    expect_error([&] { ctx.put(target, static_cast<const std::byte*>(nullptr), 16, ok.put_flag); },
                  am::errc::invalid_argument, {"am::context::put", rank_prefix(ctx)});
-    expect_error([&] { ctx.get(static_cast<std::byte*>(nullptr), target, 16, get_flag); },
+    expect_error([&] { ctx.get(static_cast<std::byte*>(nullptr), target, 16, ok.get_flag); },
                  am::errc::invalid_argument, {"am::context::get", rank_prefix(ctx)});
     expect_error([&] { ctx.put(target, static_cast<const std::byte*>(nullptr), 16); },
                  am::errc::invalid_argument, {"am::context::put", rank_prefix(ctx)});
     EXPECT_TRUE(std::ranges::all_of(sink, [](std::byte b) { return b == std::byte{0xcd}; }));
     ok.issue();
-    ok.check({ctx.local(inbox), 100 * 64});
+    ok.check();
 }
 
 // to_global() of memory that is not (entirely) in this rank's segment.

@@ -36,7 +36,8 @@ done
 
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
-ls /dev/shm 2>/dev/null | grep '^am-' | sort >"$tmp/before"
+. "$(dirname "$0")/shm_objects.sh"
+am_shm_list >"$tmp/before"
 
 start=$(date +%s%N)
 "$@" >"$tmp/out" 2>"$tmp/err"
@@ -80,16 +81,8 @@ printf '%s\n' "$not_output_texts" | while IFS= read -r text; do
     fi
 done || fail=1
 
-# Entries of jobs other tests run concurrently disappear as soon as their ranks attach.
-tries=0
-while :; do
-    ls /dev/shm 2>/dev/null | grep '^am-' | sort >"$tmp/after"
-    leftover=$(comm -13 "$tmp/before" "$tmp/after")
-    [ -z "$leftover" ] && break
-    tries=$((tries + 1))
-    if [ $tries -ge 30 ]; then complain "left in /dev/shm: $leftover"; break; fi
-    sleep 0.1
-done
+leftover=$(am_shm_leftover "$tmp/before")
+[ -n "$leftover" ] && complain "left in /dev/shm: $leftover"
 
 [ $fail -eq 0 ] && echo "amrun_check: PASS"
 exit $fail

@@ -15,8 +15,8 @@ prog=$3
 
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
-list() { ls /dev/shm 2>/dev/null | grep '^am-' | sort; }
-list >"$tmp/before"
+. "$(dirname "$0")/shm_objects.sh"
+am_shm_list >"$tmp/before"
 fail=0
 complain() { echo "amrun_launcher_death: FAIL: $*" >&2; fail=1; }
 
@@ -72,15 +72,8 @@ esac
 if [ -s "$tmp/named" ]; then
     complain "the job region had a name in /dev/shm: $(sort -u "$tmp/named" | tr '\n' ' ')"
 fi
-# Objects of jobs other tests run concurrently disappear as soon as their ranks attach.
-tries=0
-while :; do
-    leftover=$(list | comm -13 "$tmp/before" -)
-    [ -z "$leftover" ] && break
-    tries=$((tries + 1))
-    if [ $tries -ge 30 ]; then complain "left in /dev/shm: $(echo $leftover)"; break; fi
-    sleep 0.1
-done
+leftover=$(am_shm_leftover "$tmp/before")
+[ -n "$leftover" ] && complain "left in /dev/shm: $leftover"
 
 [ $fail -eq 0 ] && echo "amrun_launcher_death: $mode: PASS"
 exit $fail

@@ -50,4 +50,22 @@ inline std::pair<std::string, std::string> mismatched_names(const std::string& w
     return {what.substr(a, j - a), what.substr(j + other.size())};
 }
 
+/// Expects `f()` to throw am::error with errc::handler_mismatch on this rank, its report naming
+/// two different entries, rank 0's and rank `last`'s; returns them ({} when no such report) for
+/// the caller's further checks.
+template <class F>
+std::pair<std::string, std::string> expect_mismatch_names(F&& f, int last) {
+    try {
+        f();
+        ADD_FAILURE() << "no mismatch reported";
+    } catch (const am::error& e) {
+        EXPECT_EQ(e.code(), am::errc::handler_mismatch) << e.what();
+        auto names = mismatched_names(e.what(), last);
+        EXPECT_FALSE(names.first.empty()) << e.what();
+        EXPECT_NE(names.first, names.second) << e.what();
+        return names;
+    }
+    return {};
+}
+
 }  // namespace am_test

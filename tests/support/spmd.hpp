@@ -101,6 +101,20 @@ inline std::vector<spmd_param> make_params(std::initializer_list<int> threads_np
     return v;
 }
 
+/// Threads at `threads_nps` ranks, shm at `shm_nps` and, with MPI, mpi (every message through
+/// MPI) at `mpi_nps` processes: for tests whose job shapes are chosen one by one.
+inline std::vector<spmd_param> exact_params(std::initializer_list<int> threads_nps,
+                                            std::initializer_list<int> shm_nps,
+                                            [[maybe_unused]] std::initializer_list<int> mpi_nps) {
+    std::vector<spmd_param> v;
+    for (int n : threads_nps) v.push_back({am::transport_kind::threads, n});
+    for (int n : shm_nps) v.push_back({am::transport_kind::shm, n});
+#ifdef AM_HAVE_MPI
+    for (int n : mpi_nps) v.push_back({am::transport_kind::mpi, n, 1});
+#endif
+    return v;
+}
+
 /// Every semantic test: both transports at 1, 2 and 4 ranks, threads also at 64; with MPI,
 /// mpi at 2 and 4 ranks and mixed at 4.
 inline std::vector<spmd_param> all_params() {

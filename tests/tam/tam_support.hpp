@@ -6,6 +6,7 @@
 #pragma once
 
 #include "support/expect.hpp"
+#include "support/watchdog.hpp"
 
 #include <am/tam.hpp>
 
@@ -86,37 +87,8 @@ inline std::vector<int>& trace() {
     return t;
 }
 
-/// Ends the process with a message if the test has not finished after `seconds` (a TAM run
-/// that never ends would otherwise wait for CTest's timeout without saying what hung). An
-/// alarm, not a thread: shm ranks are forked, and a fork while another thread holds a lock
-/// (the sanitizers' allocator's, say) deadlocks the child. The message goes to stdout too, as
-/// the failure tests capture stderr.
-class watchdog {
-  public:
-    watchdog(const std::string& what, unsigned seconds) {
-        const std::string text =
-            "am_tam_test: TIMEOUT after " + std::to_string(seconds) + " s: " + what + "\n";
-        _len = std::min(text.size(), sizeof(_text));
-        std::memcpy(_text, text.data(), _len);
-        std::signal(SIGALRM, &watchdog::on_alarm);
-        alarm(seconds);
-    }
-    ~watchdog() {
-        alarm(0);
-        std::signal(SIGALRM, SIG_DFL);
-    }
-    watchdog(const watchdog&) = delete;
-    watchdog& operator=(const watchdog&) = delete;
-
-  private:
-    static void on_alarm(int) {
-        (void)!write(1, _text, _len);
-        (void)!write(2, _text, _len);
-        _exit(124);
-    }
-    static inline char _text[256] = {};
-    static inline std::size_t _len = 0;
-};
+/// The hang guard (tests/support/watchdog.hpp): watchdog dog("what", seconds).
+using am_test::watchdog;
 
 /// What am::tam::run threw on each rank of a failing job (read by the test process).
 struct error_board {

@@ -138,8 +138,7 @@ TEST_P(typed_dedup, direct_mapped_never_drops_unseen) {
 // clear() forgets the values seen (both caches); the cache is kept across epochs until then.
 TEST_P(typed_dedup, clear_forgets_and_cache_outlives_epochs) {
     ASSERT_EQ(run([](am::context& ctx) {
-                  const int n = ctx.size(), me = ctx.rank();
-                  const int right = (me + 1) % n;
+                  const auto [n, me, right] = typed_test::ring_of(ctx);
                   std::uint64_t got = 0;
                   am::message_type<cache_item> type(ctx, [&](const cache_item&) { ++got; });
                   auto hashed = am::dedup(type, am::hash_cache{});
@@ -199,8 +198,7 @@ TEST_P(typed_dedup, hash_cache_exact_with_handlers_sending) {
     ASSERT_EQ(
         run(
             [](am::context& ctx) {
-                const int n = ctx.size(), me = ctx.rank();
-                const int right = (me + 1) % n;
+                const auto [n, me, right] = typed_test::ring_of(ctx);
                 constexpr std::uint64_t N = 3000;
                 std::vector<std::uint32_t> seen(N, 0);
                 std::uint64_t bad = 0;
@@ -319,42 +317,33 @@ void reduce_pattern(am::context& ctx, Cache cache, Op op) {
     }
 }
 
+// The rank function of reduce_pattern<Msg, Sender> with `cache` and `op`.
+template <class Msg, class Sender, class Cache, class Op>
+am_test::rank_fn reduce_job(Cache cache, Op op) {
+    return [cache, op](am::context& ctx) { reduce_pattern<Msg, Sender>(ctx, cache, op); };
+}
+
 const auto plus = [](std::uint64_t a, std::uint64_t b) { return a + b; };
 const auto maximum = [](std::uint64_t a, std::uint64_t b) { return a > b ? a : b; };
 
 TEST_P(typed_reduce, struct_key_value_hash_cache_coalesced) {
-    ASSERT_EQ(run([](am::context& ctx) {
-                  reduce_pattern<kv, am::coalesced<kv>>(ctx, am::hash_cache{}, plus);
-              }),
-              0);
+    ASSERT_EQ(run(reduce_job<kv, am::coalesced<kv>>(am::hash_cache{}, plus)), 0);
 }
 TEST_P(typed_reduce, struct_key_value_direct_mapped_uncoalesced) {
-    ASSERT_EQ(run([](am::context& ctx) {
-                  reduce_pattern<kv, am::message_type<kv>>(
-                      ctx, am::direct_mapped_cache{.entries = 4}, plus);
-              }),
-              0);
+    ASSERT_EQ(
+        run(reduce_job<kv, am::message_type<kv>>(am::direct_mapped_cache{.entries = 4}, plus)), 0);
 }
 TEST_P(typed_reduce, first_second_hash_cache_uncoalesced) {
-    ASSERT_EQ(run([](am::context& ctx) {
-                  reduce_pattern<pair_kv, am::message_type<pair_kv>>(ctx, am::hash_cache{}, plus);
-              }),
-              0);
+    ASSERT_EQ(run(reduce_job<pair_kv, am::message_type<pair_kv>>(am::hash_cache{}, plus)), 0);
 }
 TEST_P(typed_reduce, first_second_direct_mapped_coalesced_max) {
-    ASSERT_EQ(run([](am::context& ctx) {
-                  reduce_pattern<pair_kv, am::coalesced<pair_kv>>(
-                      ctx, am::direct_mapped_cache{.entries = 8}, maximum);
-              }),
+    ASSERT_EQ(run(reduce_job<pair_kv, am::coalesced<pair_kv>>(am::direct_mapped_cache{.entries = 8},
+                                                              maximum)),
               0);
 }
 // A hash cache smaller than the keys: it is sent whenever full, sums stay exact.
 TEST_P(typed_reduce, small_hash_cache) {
-    ASSERT_EQ(run([](am::context& ctx) {
-                  reduce_pattern<kv, am::coalesced<kv>>(ctx, am::hash_cache{.max_entries = 3},
-                                                        plus);
-              }),
-              0);
+    ASSERT_EQ(run(reduce_job<kv, am::coalesced<kv>>(am::hash_cache{.max_entries = 3}, plus)), 0);
 }
 
 // Handlers feed a combiner (nested sends into a reducer): every item of the first type is
@@ -406,8 +395,7 @@ TEST_P(typed_reduce, handlers_send_into_reducer) {
 // every send; the hash cache is the reference.
 template <class Cache>
 void combiner_fed_by_handlers(am::context& ctx, Cache cache) {
-    const int n = ctx.size(), me = ctx.rank();
-    const int right = (me + 1) % n;
+    const auto [n, me, right] = typed_test::ring_of(ctx);
     constexpr std::uint64_t K = 2000, high_base = 1000000;
     std::uint64_t low = 0, high = 0, bad = 0;
     am::reducer<am::message_type<kv>, std::remove_cv_t<decltype(plus)>, Cache>* red = nullptr;
@@ -450,8 +438,7 @@ TEST_P(typed_reduce, hash_cache_fed_by_handlers) {
 // the epoch ends, as one message); nothing arrives before.
 TEST_P(typed_reduce, flush_sends_held_values) {
     ASSERT_EQ(run([](am::context& ctx) {
-                  const int n = ctx.size(), me = ctx.rank();
-                  const int right = (me + 1) % n;
+                  const auto [n, me, right] = typed_test::ring_of(ctx);
                   std::uint64_t sum = 0, messages = 0;
                   am::message_type<kv> type(ctx, [&](const kv& m) {
                       sum += m.value;

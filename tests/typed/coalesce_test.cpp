@@ -18,16 +18,14 @@ class typed_coalesce : public spmd_test {};
 class typed_batches : public spmd_test {};
 class typed_forms : public spmd_test {};
 
-struct coalesce_item {
-    std::uint64_t value;
-    std::int32_t from;
-    std::uint32_t index;
-};
+using coalesce_item = typed_test::item;
 
-std::uint64_t value_of(int from, int to, std::uint32_t i) {
-    return mix((static_cast<std::uint64_t>(from) << 40) ^ (static_cast<std::uint64_t>(to) << 20) ^
-               i);
+// The epoch sent `messages` typed messages in `batches` core messages.
+void expect_sent(const am::epoch& e, std::uint64_t messages, std::uint64_t batches) {
+    EXPECT_EQ(e.stats().messages_sent, messages);
+    EXPECT_EQ(e.stats().batches_sent, batches);
 }
+
 std::uint32_t count_of(int from, int to) {
     return 50 + static_cast<std::uint32_t>(from * 7 + to * 3) % 23;
 }
@@ -43,7 +41,7 @@ TEST_P(typed_coalesce, exactly_once_intact) {
                   am::message_type<coalesce_item> type(
                       ctx, [&](int source, const coalesce_item& v) {
                           if (v.from != source || v.index >= count_of(source, me) ||
-                              v.value != value_of(source, me, v.index)) {
+                              v.value != typed_test::item_value(source, me, v.index)) {
                               ++bad;
                               return;
                           }
@@ -61,7 +59,7 @@ TEST_P(typed_coalesce, exactly_once_intact) {
                       for (std::uint32_t i = 0; i < 80; ++i) {
                           for (int d = 0; d < n; ++d) {
                               if (i >= count_of(me, d)) continue;
-                              const coalesce_item v{value_of(me, d, i), me, i};
+                              const coalesce_item v{typed_test::item_value(me, d, i), me, i};
                               if (i % 5 == 4) {
                                   other.send(v, d);
                               } else {
@@ -109,8 +107,7 @@ TEST_P(typed_batches, flush_sends_partial_buffer) {
                   e.end();
                   EXPECT_EQ(got, 3u);
                   EXPECT_EQ(bad, 0u);
-                  EXPECT_EQ(e.stats().messages_sent, 3u);
-                  EXPECT_EQ(e.stats().batches_sent, 1u);
+                  expect_sent(e, 3u, 1u);
               }),
               0);
 }
@@ -121,8 +118,7 @@ TEST_P(typed_batches, flush_sends_partial_buffer) {
 TEST_P(typed_coalesce, exact_batch_counts) {
     ASSERT_EQ(
         run([](am::context& ctx) {
-            const int n = ctx.size(), me = ctx.rank();
-            const int right = (me + 1) % n;
+            const auto [n, me, right] = typed_test::ring_of(ctx);
             std::map<std::size_t, std::uint64_t> sizes;  // batch size -> batches
             std::uint64_t got = 0;
             am::message_type<coalesce_item> type(ctx,
@@ -174,8 +170,7 @@ TEST_P(typed_coalesce, exact_batch_counts) {
 // them first: they are handled when the epoch ends.
 TEST_P(typed_batches, destroyed_layers_send_held_messages) {
     ASSERT_EQ(run([](am::context& ctx) {
-                  const int n = ctx.size(), me = ctx.rank();
-                  const int right = (me + 1) % n;
+                  const auto [n, me, right] = typed_test::ring_of(ctx);
                   struct kv {
                       std::uint64_t key, value;
                   };
@@ -202,8 +197,7 @@ TEST_P(typed_batches, destroyed_layers_send_held_messages) {
                   EXPECT_EQ(got, 3u);
                   EXPECT_EQ(sums, 1u);
                   EXPECT_EQ(sum, 5u);
-                  EXPECT_EQ(e.stats().messages_sent, 4u);
-                  EXPECT_EQ(e.stats().batches_sent, 2u);
+                  expect_sent(e, 4u, 2u);
               }),
               0);
 }
@@ -225,8 +219,7 @@ TEST_P(typed_batches, uncoalesced_ratio_one) {
                                                  static_cast<std::uint64_t>(n)));
                   }
                   e.end();
-                  EXPECT_EQ(e.stats().messages_sent, 37u);
-                  EXPECT_EQ(e.stats().batches_sent, 37u);
+                  expect_sent(e, 37u, 37u);
                   EXPECT_EQ(e.stats().coalescing_ratio(), 1.0);
                   EXPECT_EQ(got, batches);  // every batch carried one message
                   EXPECT_EQ(e.stats().messages_handled, got);
@@ -239,42 +232,43 @@ TEST_P(typed_batches, uncoalesced_ratio_one) {
 // send(span) sends its values as one batch (the span handler sees it whole, in order); an
 // empty span sends nothing; a span of max_batch() values is one batch.
 TEST_P(typed_batches, span_sends) {
-    ASSERT_EQ(
-        run([](am::context& ctx) {
-            const int n = ctx.size(), me = ctx.rank();
-            std::map<std::size_t, std::uint64_t> sizes;
-            std::uint64_t bad = 0;
-            am::message_type<coalesce_item> type(
-                ctx, [&](int source, std::span<const coalesce_item> batch) {
-                    ++sizes[batch.size()];
-                    for (std::size_t i = 0; i < batch.size(); ++i) {
-                        if (batch[i].from != source || batch[i].index != i ||
-                            batch[i].value != value_of(source, me, static_cast<std::uint32_t>(i)))
-                            ++bad;
-                    }
-                });
-            const std::size_t max = type.max_batch();
-            std::vector<std::vector<coalesce_item>> spans(static_cast<std::size_t>(n));
-            am::epoch e(ctx);
-            for (int d = 0; d < n; ++d) {
-                auto& v = spans[static_cast<std::size_t>(d)];
-                for (std::uint32_t i = 0; i < max; ++i) v.push_back({value_of(me, d, i), me, i});
-                const std::span<const coalesce_item> all(v);
-                type.send(all.first(1), d);
-                type.send(all.first(7), d);
-                type.send(all, d);
-                type.send(all.first(0), d);
-            }
-            e.end();
-            const std::uint64_t nn = static_cast<std::uint64_t>(n);
-            EXPECT_EQ(e.stats().batches_sent, 3 * nn);
-            EXPECT_EQ(e.stats().messages_sent, (1 + 7 + max) * nn);
-            EXPECT_EQ(e.stats().messages_handled, (1 + 7 + max) * nn);
-            const std::map<std::size_t, std::uint64_t> want{{1, nn}, {7, nn}, {max, nn}};
-            EXPECT_EQ(sizes, want);
-            EXPECT_EQ(bad, 0u);
-        }),
-        0);
+    ASSERT_EQ(run([](am::context& ctx) {
+                  const int n = ctx.size(), me = ctx.rank();
+                  std::map<std::size_t, std::uint64_t> sizes;
+                  std::uint64_t bad = 0;
+                  am::message_type<coalesce_item> type(
+                      ctx, [&](int source, std::span<const coalesce_item> batch) {
+                          ++sizes[batch.size()];
+                          for (std::size_t i = 0; i < batch.size(); ++i) {
+                              if (batch[i].from != source || batch[i].index != i ||
+                                  batch[i].value != typed_test::item_value(
+                                                        source, me, static_cast<std::uint32_t>(i)))
+                                  ++bad;
+                          }
+                      });
+                  const std::size_t max = type.max_batch();
+                  std::vector<std::vector<coalesce_item>> spans(static_cast<std::size_t>(n));
+                  am::epoch e(ctx);
+                  for (int d = 0; d < n; ++d) {
+                      auto& v = spans[static_cast<std::size_t>(d)];
+                      for (std::uint32_t i = 0; i < max; ++i)
+                          v.push_back({typed_test::item_value(me, d, i), me, i});
+                      const std::span<const coalesce_item> all(v);
+                      type.send(all.first(1), d);
+                      type.send(all.first(7), d);
+                      type.send(all, d);
+                      type.send(all.first(0), d);
+                  }
+                  e.end();
+                  const std::uint64_t nn = static_cast<std::uint64_t>(n);
+                  EXPECT_EQ(e.stats().batches_sent, 3 * nn);
+                  EXPECT_EQ(e.stats().messages_sent, (1 + 7 + max) * nn);
+                  EXPECT_EQ(e.stats().messages_handled, (1 + 7 + max) * nn);
+                  const std::map<std::size_t, std::uint64_t> want{{1, nn}, {7, nn}, {max, nn}};
+                  EXPECT_EQ(sizes, want);
+                  EXPECT_EQ(bad, 0u);
+              }),
+              0);
 }
 
 // The three handler forms get every value once, with the right source where they take one.
@@ -285,7 +279,8 @@ TEST_P(typed_forms, three_forms_and_source) {
                       by_item(static_cast<std::size_t>(n)), by_value(static_cast<std::size_t>(n));
                   std::uint64_t bad = 0;
                   const auto ok = [&](const coalesce_item& v) {
-                      return v.from >= 0 && v.from < n && v.value == value_of(v.from, me, v.index);
+                      return v.from >= 0 && v.from < n &&
+                             v.value == typed_test::item_value(v.from, me, v.index);
                   };
                   am::message_type<coalesce_item> spans(
                       ctx, [&](int source, std::span<const coalesce_item> b) {
@@ -312,7 +307,7 @@ TEST_P(typed_forms, three_forms_and_source) {
                   am::epoch e(ctx);
                   for (int d = 0; d < n; ++d) {
                       for (std::uint32_t i = 0; i < 10; ++i) {
-                          const coalesce_item v{value_of(me, d, i), me, i};
+                          const coalesce_item v{typed_test::item_value(me, d, i), me, i};
                           b1.send(v, d), b2.send(v, d), b3.send(v, d);
                           spans.send(v, d), items.send(v, d), values.send(v, d);
                       }

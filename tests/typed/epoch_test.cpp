@@ -19,11 +19,7 @@ class typed_stats : public spmd_test {};
 class typed_deferred : public spmd_test {};
 class typed_detector : public spmd_test {};
 
-struct epoch_item {
-    std::uint64_t value;
-    std::int32_t from;
-    std::uint32_t index;
-};
+using epoch_item = typed_test::item;
 
 // end(value) sums over all ranks, with both detectors, also when the sum wraps around 2^64 and
 // when the epoch carried traffic.
@@ -140,8 +136,7 @@ TEST_P(typed_epoch, destructor_ends_epoch) {
 TEST_P(typed_stats, exact_counts_per_epoch) {
     ASSERT_EQ(
         run([](am::context& ctx) {
-            const int n = ctx.size(), me = ctx.rank();
-            const int right = (me + 1) % n;
+            const auto [n, me, right] = typed_test::ring_of(ctx);
             std::uint64_t got = 0;
             am::message_type<epoch_item> type(ctx, [&](const epoch_item&) { ++got; });
             constexpr std::size_t cap = 5;
@@ -438,13 +433,7 @@ AM_INSTANTIATE(typed_stats, typed_test::light_params());
 AM_INSTANTIATE(typed_deferred, am_test::multi_rank_params());
 // The schedule needs three ranks (a fourth only ends the epoch).
 std::vector<spmd_param> detector_params() {
-    std::vector<spmd_param> v{{am::transport_kind::threads, 3},
-                              {am::transport_kind::threads, 4},
-                              {am::transport_kind::shm, 3}};
-#ifdef AM_HAVE_MPI
-    v.push_back({am::transport_kind::mpi, 4, 1});
-#endif
-    return v;
+    return am_test::exact_params({3, 4}, {3}, {4});
 }
 AM_INSTANTIATE(typed_detector, detector_params());
 

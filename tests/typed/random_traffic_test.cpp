@@ -31,11 +31,10 @@ class typed_random : public spmd_test {
                    traffic_options opt) const {
         for (std::uint64_t seed : seeds) {
             opt.seed = seed;
-            const int rc = run([&](am::context& ctx) { typed_test::run_traffic(ctx, opt); },
-                               [&](am::config& cfg) {
-                                   cfg.ring_bytes = ring_bytes;
-                                   cfg.faults = seed;  // threads and shm; ignored on mpi
-                               });
+            const int rc = run(typed_test::traffic_job(opt), [&](am::config& cfg) {
+                cfg.ring_bytes = ring_bytes;
+                cfg.faults = seed;  // threads and shm; ignored on mpi
+            });
             ASSERT_EQ(rc, 0) << "seed " << seed;
             if (!is_threads()) break;  // one seed is the reduced version
         }
@@ -45,23 +44,18 @@ class typed_random : public spmd_test {
 // 1 KiB rings (a few messages fill one) and 32-byte coalescing buffers (one or two messages),
 // half the hops to rank 0: sends meet full rings, and handlers' sends are parked by the core.
 TEST_P(typed_random, tiny_rings_with_faults) {
-    traffic_options opt;
-    opt.max_messages = messages(300);
-    opt.coalesce_bytes = 32;
-    opt.hot = 2;
-    run_seeds({11, 12, 13}, 1024, opt);
+    run_seeds({11, 12, 13}, 1024, {.max_messages = messages(300), .coalesce_bytes = 32, .hot = 2});
 }
 
 // 4 KiB rings, 64-byte buffers, a quarter of the hops to rank 0, deeper chains in the general
 // epochs.
 TEST_P(typed_random, small_rings_with_faults) {
-    traffic_options opt;
-    opt.max_messages = messages(300);
-    opt.coalesce_bytes = 64;
-    opt.hot = 1;
-    opt.max_ttl = 12;
-    opt.max_ttl_limited = 6;
-    run_seeds({21, 22, 23}, 4096, opt);
+    run_seeds({21, 22, 23}, 4096,
+              {.max_messages = messages(300),
+               .max_ttl = 12,
+               .max_ttl_limited = 6,
+               .coalesce_bytes = 64,
+               .hot = 1});
 }
 
 // Default rings, larger buffers and more messages, without faults: the fast delivery path.
@@ -72,7 +66,7 @@ TEST_P(typed_random, default_rings) {
     opt.epochs = 6;
     for (std::uint64_t seed : {31}) {
         opt.seed = seed;
-        ASSERT_EQ(run([&](am::context& ctx) { typed_test::run_traffic(ctx, opt); }), 0);
+        ASSERT_EQ(run(typed_test::traffic_job(opt)), 0);
     }
 }
 

@@ -18,16 +18,8 @@ using am_test::spmd_test;
 
 class typed_route : public spmd_test {};
 
-struct route_item {
-    std::uint64_t value;
-    std::int32_t from;
-    std::uint32_t index;
-};
+using route_item = typed_test::item;
 
-std::uint64_t route_value_of(int from, int to, std::uint32_t i) {
-    return mix((static_cast<std::uint64_t>(from) << 40) ^ (static_cast<std::uint64_t>(to) << 20) ^
-               i);
-}
 std::uint32_t route_count_of(int from, int to) {
     return 20 + static_cast<std::uint32_t>(from * 7 + to * 3) % 23;
 }
@@ -49,7 +41,8 @@ void all_to_all(am::context& ctx, received& r, Send&& send, const std::string& w
         am::epoch e(ctx);
         for (std::uint32_t i = 0; i < 45; ++i) {
             for (int d = 0; d < n; ++d) {
-                if (i < route_count_of(me, d)) send(route_item{route_value_of(me, d, i), me, i}, d);
+                if (i < route_count_of(me, d))
+                    send(route_item{typed_test::item_value(me, d, i), me, i}, d);
             }
         }
     }
@@ -68,7 +61,7 @@ TEST_P(typed_route, exactly_once_with_source_like_direct) {
             received r;
             am::message_type<route_item> type(ctx, [&](int source, const route_item& v) {
                 if (v.from != source || v.index >= route_count_of(source, me) ||
-                    v.value != route_value_of(source, me, v.index)) {
+                    v.value != typed_test::item_value(source, me, v.index)) {
                     ++r.bad;
                     return;
                 }

@@ -7,19 +7,29 @@
 // flushes it with full rings; and a process that runs two thread_multiple jobs in a row.
 #include "typed/typed_support.hpp"
 
-#include <optional>
-
 namespace {
 
 using am_test::mix;
 using am_test::spmd_param;
 using am_test::spmd_test;
-using typed_test::traffic_options;
 
 class typed_progress : public spmd_test {};
 class typed_threads : public spmd_test {
   protected:
     [[nodiscard]] bool is_threads() const { return transport() == am::transport_kind::threads; }
+    // The randomized nested traffic of `opt` on 4 KiB rings, with a progress thread or not,
+    // thread_multiple or not, and fault injection with seed `faults` (0: none); 0 when every
+    // rank passed.
+    [[nodiscard]] int run_threaded_traffic(const typed_test::traffic_options& opt,
+                                           bool progress_thread, bool thread_multiple,
+                                           std::uint64_t faults) const {
+        return run(typed_test::traffic_job(opt), [&](am::config& cfg) {
+            if (progress_thread) cfg.progress_thread = true;  // else as configured
+            if (thread_multiple) cfg.thread_multiple = true;
+            if (faults != 0) cfg.faults = faults;
+            cfg.ring_bytes = 4096;
+        });
+    }
 };
 
 struct threads_item {
@@ -103,61 +113,27 @@ TEST_P(typed_threads, thread_multiple_senders_exactly_once) {
 // The randomized nested traffic, its initial messages sent by four threads per rank, with
 // small rings and (threads transport) fault injection.
 TEST_P(typed_threads, thread_multiple_nested_traffic) {
-    traffic_options opt;
-    opt.seed = 51;
-    opt.sender_threads = 4;
-    opt.max_messages = 200;
-    opt.coalesce_bytes = 64;
-    ASSERT_EQ(run([&](am::context& ctx) { typed_test::run_traffic(ctx, opt); },
-                  [](am::config& cfg) {
-                      cfg.thread_multiple = true;
-                      cfg.ring_bytes = 4096;
-                      cfg.faults = 51;
-                  }),
+    ASSERT_EQ(run_threaded_traffic(
+                  {.seed = 51, .max_messages = 200, .coalesce_bytes = 64, .sender_threads = 4},
+                  false, true, 51),
               0);
 }
 
 // The randomized nested traffic with a progress thread: handlers run on it and forward from it
 // while the rank's thread sends and ends epochs.
 TEST_P(typed_threads, progress_thread_nested_traffic) {
-    // No hang guard on shm: its thread would be alive when am::run forks the ranks, and a
-    // child forked from a threaded process may block in the sanitizer's allocator (seen
-    // under ASan: the child hung in pthread_getattr_np starting its progress thread). CTest's
-    // timeout bounds the shm variant instead.
-    std::optional<typed_test::watchdog> guard;
-    if (!is_shm()) guard.emplace(45, "progress_thread_nested_traffic");
-    traffic_options opt;
-    opt.seed = 61;
-    opt.max_messages = 200;
-    opt.coalesce_bytes = 64;
-    ASSERT_EQ(run([&](am::context& ctx) { typed_test::run_traffic(ctx, opt); },
-                  [](am::config& cfg) {
-                      cfg.progress_thread = true;
-                      cfg.ring_bytes = 4096;
-                      cfg.faults = 61;
-                  }),
+    const typed_test::watchdog guard("progress_thread_nested_traffic", 45);
+    ASSERT_EQ(run_threaded_traffic({.seed = 61, .max_messages = 200, .coalesce_bytes = 64}, true,
+                                   false, 61),
               0);
 }
 
 // Both: a progress thread and four sending threads.
 TEST_P(typed_threads, progress_thread_and_sender_threads) {
-    // No hang guard on shm: its thread would be alive when am::run forks the ranks, and a
-    // child forked from a threaded process may block in the sanitizer's allocator (seen
-    // under ASan: the child hung in pthread_getattr_np starting its progress thread). CTest's
-    // timeout bounds the shm variant instead.
-    std::optional<typed_test::watchdog> guard;
-    if (!is_shm()) guard.emplace(45, "progress_thread_and_sender_threads");
-    traffic_options opt;
-    opt.seed = 71;
-    opt.sender_threads = 4;
-    opt.max_messages = 150;
-    opt.coalesce_bytes = 48;
-    ASSERT_EQ(run([&](am::context& ctx) { typed_test::run_traffic(ctx, opt); },
-                  [](am::config& cfg) {
-                      cfg.progress_thread = true;
-                      cfg.thread_multiple = true;
-                      cfg.ring_bytes = 4096;
-                  }),
+    const typed_test::watchdog guard("progress_thread_and_sender_threads", 45);
+    ASSERT_EQ(run_threaded_traffic(
+                  {.seed = 71, .max_messages = 150, .coalesce_bytes = 48, .sender_threads = 4},
+                  true, true, 0),
               0);
 }
 
@@ -194,11 +170,10 @@ TEST_P(typed_threads, second_job_in_same_process) {
 // buffers, cannot poll.)
 TEST_P(typed_progress, forwards_while_rank_flushes) {
     // 50 s: a whole run takes up to ~5 s under TSan on a loaded machine; CTest allows 60.
-    typed_test::watchdog guard(50, "forwards_while_rank_flushes");
+    const typed_test::watchdog guard("forwards_while_rank_flushes", 50);
     ASSERT_EQ(run(
                   [](am::context& ctx) {
-                      const int n = ctx.size(), me = ctx.rank();
-                      const int right = (me + 1) % n;
+                      const auto [n, me, right] = typed_test::ring_of(ctx);
                       constexpr std::uint16_t ttl = 8;
                       constexpr int per_epoch = 1000;
                       std::atomic<std::uint64_t> got{0};

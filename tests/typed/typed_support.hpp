@@ -6,6 +6,7 @@
 #pragma once
 
 #include "support/expect.hpp"
+#include "support/watchdog.hpp"
 
 #include <am/typed.hpp>
 
@@ -26,6 +27,27 @@
 namespace typed_test {
 
 using am_test::mix;
+
+/// This rank's place in the ring of ranks: {size, rank, right neighbour}.
+struct ring_place {
+    int n, me, right;
+};
+inline ring_place ring_of(const am::context& ctx) {
+    return {ctx.size(), ctx.rank(), (ctx.rank() + 1) % ctx.size()};
+}
+
+/// The plain message of the deterministic tests: a value, the sending rank and an index.
+struct item {
+    std::uint64_t value;
+    std::int32_t from;
+    std::uint32_t index;
+};
+
+/// The value of item `i` from rank `from` to rank `to` (receivers recompute it to check).
+inline std::uint64_t item_value(int from, int to, std::uint32_t i) {
+    return mix((static_cast<std::uint64_t>(from) << 40) ^ (static_cast<std::uint64_t>(to) << 20) ^
+               i);
+}
 
 /// One message of the randomized traffic. Its route (destination, message type, sender) is a
 /// function of `salt`; a handler forwards it `ttl` more times, each time with a new salt.
@@ -299,15 +321,16 @@ inline void run_traffic(am::context& ctx, const traffic_options& opt) {
     }
 }
 
+/// The rank function of a randomized traffic job with `opt` (for spmd_test::run).
+inline am_test::rank_fn traffic_job(const traffic_options& opt) {
+    return [opt](am::context& ctx) { run_traffic(ctx, opt); };
+}
+
 /// all_params() with the mpi transport at 2 ranks only: for tests of the typed layer's own
 /// checks and bookkeeping (errors, caches, statistics, handler forms); the traffic, epoch,
 /// deferral and coalescing tests run on every mpi variant.
 inline std::vector<am_test::spmd_param> light_params() {
-    std::vector<am_test::spmd_param> v = am_test::without_mpi(am_test::all_params());
-#ifdef AM_HAVE_MPI
-    v.push_back({am::transport_kind::mpi, 2, 1});
-#endif
-    return v;
+    return am_test::exact_params({1, 2, 4, 64}, {1, 2, 4}, {2});
 }
 
 /// Output of fd 2 while `f` runs (shm ranks are forked with it redirected, so their output is
@@ -319,45 +342,8 @@ std::string capture_stderr(F&& f) {
     return ::testing::internal::GetCapturedStderr();
 }
 
-/// Hang guard: aborts the test process, naming `what`, unless destroyed within `seconds`
-/// (a deadlocked job would otherwise run into CTest's timeout). Not a performance bound.
-class watchdog {
-  public:
-    watchdog(int seconds, std::string what)
-        : _thread([this, seconds, what = std::move(what)] {
-              std::unique_lock lock(_mutex);
-              _started = true;
-              _cv.notify_all();
-              if (!_cv.wait_for(lock, std::chrono::seconds(seconds), [this] { return _done; })) {
-                  std::fprintf(stderr, "typed_test: %s: no progress for %d s (hang), aborting\n",
-                               what.c_str(), seconds);
-                  std::fflush(stderr);
-                  std::abort();
-              }
-          }) {
-        // Returns once the thread waits: a thread still starting when the shm transport forks
-        // the ranks can leave a lock held in the child (seen under ASan in tests/window).
-        std::unique_lock lock(_mutex);
-        _cv.wait(lock, [this] { return _started; });
-    }
-    ~watchdog() {
-        {
-            std::lock_guard lock(_mutex);
-            _done = true;
-        }
-        _cv.notify_all();
-        _thread.join();
-    }
-    watchdog(const watchdog&) = delete;
-    watchdog& operator=(const watchdog&) = delete;
-
-  private:
-    std::mutex _mutex;
-    std::condition_variable _cv;
-    bool _done = false;
-    bool _started = false;
-    std::thread _thread;
-};
+/// The hang guard (tests/support/watchdog.hpp): watchdog guard("what", seconds).
+using am_test::watchdog;
 
 /// Seconds since `t`.
 inline double seconds_since(std::chrono::steady_clock::time_point t) {

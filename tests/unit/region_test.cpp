@@ -44,6 +44,14 @@ struct region_memory {
     std::unique_ptr<std::byte, decltype(&std::free)> mem;
 };
 
+/// The parameters of a small region: `ranks` ranks, rings of 1 KiB, no segments.
+ring::region_params small_region(int ranks) {
+    ring::region_params p;
+    p.ranks = ranks;
+    p.ring_bytes = 1024;
+    return p;
+}
+
 /// One part of the region: [begin, end) in bytes from its start.
 struct part {
     std::uint64_t begin, end;
@@ -227,9 +235,7 @@ TEST(region, uninitialised_memory_is_refused) {
 
 // The first failure reason stays (later ones are dropped), cut to fit.
 TEST(region, first_failure_reason_kept) {
-    ring::region_params p;
-    p.ranks = 2;
-    p.ring_bytes = 1024;
+    const ring::region_params p = small_region(2);
     region_memory mem(p);
     const ring::region r(mem.base());
     r.fail("rank 1 failed: first");
@@ -249,9 +255,7 @@ TEST(region, first_failure_reason_kept) {
 // reason, not a half-written or empty one. Here the first caller is mid-copy (claimed, nothing
 // written yet) when the second raises the flag; it finishes 20 ms later.
 TEST(region, reason_read_while_the_first_caller_still_writes_it) {
-    ring::region_params p;
-    p.ranks = 2;
-    p.ring_bytes = 1024;
+    const ring::region_params p = small_region(2);
     region_memory mem(p);
     const ring::region r(mem.base());
     ring::region_header& h = r.header();
@@ -292,9 +296,7 @@ void send(ring::ring_transport& tp, int dest, unsigned lane, const std::string& 
 // ring's place in the receiver's scan order (reply lane first, then by source), and the
 // receiver's polls find its records, reply rings first.
 TEST(region, announcements_name_rings_in_scan_order) {
-    ring::region_params p;
-    p.ranks = 3;
-    p.ring_bytes = 1024;
+    const ring::region_params p = small_region(3);
     region_memory mem(p);
     const ring::region r(mem.base());
     ring::ring_transport t0(mem.base(), 0), t1(mem.base(), 1), t2(mem.base(), 2);
@@ -334,9 +336,7 @@ TEST(region, announcements_name_rings_in_scan_order) {
 // A later run over the same region (new transports) scans the rings announced in earlier
 // runs from the start, and carries on at the rings' positions.
 TEST(region, announcements_outlive_a_run) {
-    ring::region_params p;
-    p.ranks = 2;
-    p.ring_bytes = 1024;
+    const ring::region_params p = small_region(2);
     region_memory mem(p);
     const ring::region r(mem.base());
     {
@@ -357,9 +357,7 @@ TEST(region, announcements_outlive_a_run) {
 
 // A failed region makes every poll throw the reason.
 TEST(region, poll_of_failed_job_throws) {
-    ring::region_params p;
-    p.ranks = 2;
-    p.ring_bytes = 1024;
+    const ring::region_params p = small_region(2);
     region_memory mem(p);
     ring::ring_transport t0(mem.base(), 0);
     t0.fail_job("rank 1 failed: test");

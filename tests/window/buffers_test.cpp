@@ -10,24 +10,11 @@
 
 #include <cstring>
 #include <deque>
+#include <functional>
 
 namespace {
 
 using namespace am_test::win;
-using am_test::expect_error;
-using am_test::mix;
-
-using u64 = std::uint64_t;
-using op_t = am::window_op<u64, u64, u64>;
-
-// x += every input element; the output (one element per segment) is x after the segment.
-void running_sum(const am::window_args<u64, u64, u64>& a) {
-    if (a.persistent.empty()) return;
-    for (std::size_t i = 0; i < a.num_segments; ++i) {
-        for (u64 v : a.in(i)) a.persistent[0] += v;
-        for (u64& o : a.out(i)) o = a.persistent[0];
-    }
-}
 
 struct sum_am {
     int target;
@@ -159,80 +146,97 @@ void detach_midway_job(am::context& ctx) {
     w.free();
 }
 
-// Rank 0 sends its right neighbour one AM that fits the internal buffer (32 bytes: 1 + 1
-// elements), then one whose segment (8 + 1 elements, 80 bytes) fits neither the internal buffer
-// nor the 48-byte attached buffer: flush names the problem; the first AM, and one issued after
-// the error, complete.
-void too_small_job(am::context& ctx) {
-    const int n = ctx.size(), me = ctx.rank();
-    const int target = 1 % n;
-    am::window w = slots_window(ctx, 32);
-    const op_t op = w.register_op<u64, u64, u64>("running_sum", running_sum);
+// The too-small jobs: rank 0 sends its right neighbour (`target`) one AM that fits the internal
+// buffer (32 bytes: 1 + 1 elements), then one whose segment (8 + 1 elements, 80 bytes) fits
+// neither the internal buffer nor the 48-byte attached buffer `small`, then one more.
+constexpr u64 small_one[1] = {5}, small_big[8] = {1, 2, 3, 4, 5, 6, 7, 8}, small_after[1] = {9};
+
+struct too_small_case {
+    explicit too_small_case(am::context& ctx)
+        : me(ctx.rank()),
+          target(1 % ctx.size()),
+          w(slots_window(ctx, 32)),
+          op(w.register_op<u64, u64, u64>("running_sum", running_sum)) {
+        w.attach(small);
+        init_slots(w);
+    }
+    too_small_case(const too_small_case&) = delete;
+    too_small_case& operator=(const too_small_case&) = delete;
+
+    // Rank 0 issues the three AMs; `between` runs before the third one.
+    void issue(const std::function<void()>& between) {
+        am_to_slot0(small_one, out[0]);
+        am_to_slot0(small_big, out[1]);
+        between();
+        am_to_slot0(small_after, out[2]);
+    }
+    // One AM of one segment of `in` to slot 0 of `target`, its one output element into `o`.
+    void am_to_slot0(std::span<const u64> in, u64& o) {
+        w.am(op, target, in, in.size(), std::span<u64>(&o, 1), 1, 1, 0, 1);
+    }
+    // After completion: rank 0's outputs, and the slot at the target, show that the AMs
+    // around the refused one ran and the refused one wrote nothing.
+    void check() {
+        if (me == 0) {
+            EXPECT_EQ(out[0], x + 5) << "the AM before the refused one";
+            EXPECT_EQ(out[1], 0u) << "the refused AM wrote an output";
+            EXPECT_EQ(out[2], x + 5 + 9) << "the AM after the refused one";
+        }
+        if (me == target) {
+            EXPECT_EQ(as_u64(w.memory())[0], x + 5 + 9) << rank_name(me) << ": the slot of rank 0";
+        }
+    }
+
+    const int me, target;
     alignas(16) std::byte small[48];
-    w.attach(small);
-    init_slots(w);
+    am::window w;
+    op_t op;
+    const u64 x = initial(target, 0);  // slot 0 at the target before the AMs
+    u64 out[3] = {};
+};
+
+// In a lock epoch, flush names the problem; the first AM, and one issued after the error,
+// complete.
+void too_small_job(am::context& ctx) {
+    too_small_case c(ctx);
     ctx.barrier();
-    u64 x = initial(target, 0);
-    if (me == 0) {
-        const u64 one[1] = {5}, big[8] = {1, 2, 3, 4, 5, 6, 7, 8}, after[1] = {9};
-        u64 out1[1] = {0}, out2[1] = {0}, out3[1] = {0};
-        w.lock(target);
-        w.am(op, target, std::span<const u64>(one), 1, std::span<u64>(out1), 1, 1, 0, 1);
-        w.am(op, target, std::span<const u64>(big), 8, std::span<u64>(out2), 1, 1, 0, 1);
-        expect_error([&] { w.flush(target); }, am::errc::too_large,
-                     {"am::window::", rank_name(me), "48"});
-        w.am(op, target, std::span<const u64>(after), 1, std::span<u64>(out3), 1, 1, 0, 1);
-        w.unlock(target);
-        EXPECT_EQ(out1[0], x + 5) << "the AM before the refused one";
-        EXPECT_EQ(out2[0], 0u) << "the refused AM wrote an output";
-        EXPECT_EQ(out3[0], x + 5 + 9) << "the AM after the refused one";
+    if (c.me == 0) {
+        c.w.lock(c.target);
+        c.issue([&] {
+            expect_error([&] { c.w.flush(c.target); }, am::errc::too_large,
+                         {"am::window::", rank_name(c.me), "48"});
+        });
+        c.w.unlock(c.target);
     }
     ctx.barrier();
-    if (me == target) {
-        EXPECT_EQ(as_u64(w.memory())[0], x + 5 + 9) << rank_name(me) << ": the slot of rank 0";
-    }
+    c.check();
     ctx.barrier();
-    w.free();
+    c.w.free();
 }
 
 // The same in a fence epoch: rank 0's fence raises the error (after its barrier: the other
 // ranks are not left waiting), the AMs around the refused one complete, and the next epoch works.
 void too_small_fence_job(am::context& ctx) {
-    const int n = ctx.size(), me = ctx.rank();
-    const int target = 1 % n;
-    am::window w = slots_window(ctx, 32);
-    const op_t op = w.register_op<u64, u64, u64>("running_sum", running_sum);
-    alignas(16) std::byte small[48];
-    w.attach(small);
-    init_slots(w);
-    w.fence();
-    const u64 x = initial(target, 0);
-    const u64 one[1] = {5}, big[8] = {1, 2, 3, 4, 5, 6, 7, 8}, after[1] = {9};
-    u64 out1[1] = {0}, out2[1] = {0}, out3[1] = {0};
-    if (me == 0) {
-        w.am(op, target, std::span<const u64>(one), 1, std::span<u64>(out1), 1, 1, 0, 1);
-        w.am(op, target, std::span<const u64>(big), 8, std::span<u64>(out2), 1, 1, 0, 1);
-        w.am(op, target, std::span<const u64>(after), 1, std::span<u64>(out3), 1, 1, 0, 1);
-        expect_error([&] { w.fence(); }, am::errc::too_large,
-                     {"am::window::fence", rank_name(me), "48"});
-        EXPECT_EQ(out1[0], x + 5) << "the AM before the refused one";
-        EXPECT_EQ(out2[0], 0u) << "the refused AM wrote an output";
-        EXPECT_EQ(out3[0], x + 5 + 9) << "the AM after the refused one";
+    too_small_case c(ctx);
+    c.w.fence();
+    if (c.me == 0) {
+        c.issue([] {});
+        expect_error([&] { c.w.fence(); }, am::errc::too_large,
+                     {"am::window::fence", rank_name(c.me), "48"});
     } else {
-        w.fence();
+        c.w.fence();
     }
-    if (me == target) {
-        EXPECT_EQ(as_u64(w.memory())[0], x + 5 + 9) << rank_name(me) << ": the slot of rank 0";
-    }
-    // The next epoch: every rank adds 1 to its slot at rank 0.
+    c.check();
+    // The next epoch: every rank adds 5 to its slot at rank 0.
+    const int me = c.me;
     u64 out4[1] = {0};
-    w.am(op, 0, std::span<const u64>(one).first(1), 1, std::span<u64>(out4), 1, 1,
-         static_cast<std::size_t>(me), 1);
-    w.fence();
-    const u64 before = me == 0 && target == 0 ? x + 5 + 9 : initial(0, me);
+    c.w.am(c.op, 0, std::span<const u64>(small_one), 1, std::span<u64>(out4), 1, 1,
+           static_cast<std::size_t>(me), 1);
+    c.w.fence();
+    const u64 before = me == 0 && c.target == 0 ? c.x + 5 + 9 : initial(0, me);
     EXPECT_EQ(out4[0], before + 5) << rank_name(me) << ": an AM of the epoch after the error";
     ctx.barrier();
-    w.free();
+    c.w.free();
 }
 
 void empty_attach_job(am::context& ctx) {
@@ -245,23 +249,14 @@ void empty_attach_job(am::context& ctx) {
 
 class window_buffers : public window_test {};
 
-TEST_P(window_buffers, attached_buffer_stages_segments_and_comes_back) {
-    ASSERT_EQ(run(attached_job), 0);
-}
-TEST_P(window_buffers, detach_waits_for_the_ams_staged_in_it) {
-    ASSERT_EQ(run(detach_midway_job), 0);
-}
-TEST_P(window_buffers, segment_larger_than_every_buffer_fails_at_completion) {
-    ASSERT_EQ(run(too_small_job), 0);
-}
+WINDOW_JOB_TEST(window_buffers, attached_buffer_stages_segments_and_comes_back, attached_job)
+WINDOW_JOB_TEST(window_buffers, detach_waits_for_the_ams_staged_in_it, detach_midway_job)
+WINDOW_JOB_TEST(window_buffers, segment_larger_than_every_buffer_fails_at_completion, too_small_job)
 TEST_P(window_buffers, segment_larger_than_every_buffer_fails_at_the_fence) {
-    const watchdog dog(std::chrono::seconds(20),
-                       "segment_larger_than_every_buffer_fails_at_the_fence");
+    const watchdog dog("segment_larger_than_every_buffer_fails_at_the_fence", 20);
     ASSERT_EQ(run(too_small_fence_job), 0);
 }
-TEST_P(window_buffers, empty_attach_refused) {
-    ASSERT_EQ(run(empty_attach_job), 0);
-}
+WINDOW_JOB_TEST(window_buffers, empty_attach_refused, empty_attach_job)
 
 AM_INSTANTIATE(window_buffers, window_params());
 

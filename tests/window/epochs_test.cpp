@@ -12,10 +12,6 @@
 namespace {
 
 using namespace am_test::win;
-using am_test::mix;
-
-using u64 = std::uint64_t;
-using op_t = am::window_op<u64, u64, u64>;
 
 // Persistent [owner, counter]; input [command, argument]; one output element.
 enum command : u64 { enter, read, write, leave };
@@ -272,22 +268,12 @@ void free_completes_job(am::context& ctx) {
 
 class window_epochs : public window_test {};
 
-TEST_P(window_epochs, free_completes_the_open_epoch) {
-    ASSERT_EQ(run(free_completes_job), 0);
-}
-TEST_P(window_epochs, shared_and_exclusive_locks_exclude_each_other) {
-    ASSERT_EQ(run(shared_exclusive_job), 0);
-}
+WINDOW_JOB_TEST(window_epochs, free_completes_the_open_epoch, free_completes_job)
+WINDOW_JOB_TEST(window_epochs, shared_and_exclusive_locks_exclude_each_other, shared_exclusive_job)
 
-TEST_P(window_epochs, exclusive_locks_exclude_each_other) {
-    ASSERT_EQ(run(exclusive_job), 0);
-}
-TEST_P(window_epochs, shared_locks_are_held_together) {
-    ASSERT_EQ(run(shared_job), 0);
-}
-TEST_P(window_epochs, flush_and_flush_all_complete_under_lock_all) {
-    ASSERT_EQ(run(flush_job), 0);
-}
+WINDOW_JOB_TEST(window_epochs, exclusive_locks_exclude_each_other, exclusive_job)
+WINDOW_JOB_TEST(window_epochs, shared_locks_are_held_together, shared_job)
+WINDOW_JOB_TEST(window_epochs, flush_and_flush_all_complete_under_lock_all, flush_job)
 
 AM_INSTANTIATE(window_epochs, window_params());
 

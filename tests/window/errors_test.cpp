@@ -16,22 +16,8 @@
 namespace {
 
 using namespace am_test::win;
-using am_test::expect_error;
-using am_test::mix;
-
-using u64 = std::uint64_t;
-using op_t = am::window_op<u64, u64, u64>;
 
 constexpr std::size_t errors_slots = 8;
-
-// x += every input element; the outputs of a segment are x after it.
-void errors_running_sum(const am::window_args<u64, u64, u64>& a) {
-    if (a.persistent.empty()) return;
-    for (std::size_t i = 0; i < a.num_segments; ++i) {
-        for (u64 v : a.in(i)) a.persistent[0] += v;
-        for (u64& o : a.out(i)) o = a.persistent[0];
-    }
-}
 
 // AMs accepted around the errors: two segments each, added to this rank's slot at the right
 // neighbour (the windows have a slot per rank, then a spare one per rank).
@@ -76,13 +62,23 @@ am::window errors_slots_window(am::context& ctx) {
     return am::window::allocate(ctx, window_slots(ctx.size()) * sizeof(u64));
 }
 
+// Registers running_sum on `w` (every rank), opens the first fence epoch and issues `count`
+// accepted AMs in it.
+accepted accepted_after_fence(am::window& w, int count) {
+    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", running_sum);
+    w.fence();
+    accepted ok{w, op};
+    for (int i = 0; i < count; ++i) ok.issue();
+    return ok;
+}
+
 void bad_arguments_job(am::context& ctx) {
     const int n = ctx.size(), me = ctx.rank();
     const int right = (me + 1) % n;
     am::window w = errors_slots_window(ctx);
     am::window other = errors_slots_window(ctx);
-    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", errors_running_sum);
-    const op_t foreign = other.register_op<u64, u64, u64>("errors_running_sum", errors_running_sum);
+    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", running_sum);
+    const op_t foreign = other.register_op<u64, u64, u64>("errors_running_sum", running_sum);
     const std::string who = rank_name(me);
     const std::size_t size = w.size_of(right);
     EXPECT_EQ(size, window_slots(n) * sizeof(u64));
@@ -189,14 +185,14 @@ struct reentry {
         record([&] { w->detach(); });
         alignas(16) std::byte spare[64];
         record([&] { w->attach(spare); });
-        errors_running_sum(a);
+        running_sum(a);
     }
 };
 
 void reentry_job(am::context& ctx) {
     const int n = ctx.size(), me = ctx.rank();
     am::window w = errors_slots_window(ctx);
-    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", errors_running_sum);
+    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", running_sum);
     reentry r;
     r.w = &w;
     const op_t bad = w.register_op<u64, u64, u64>("reentry", std::ref(r));
@@ -251,11 +247,7 @@ void mismatch_job(am::context& ctx, bool by_type) {
     const int n = ctx.size(), me = ctx.rank();
     const bool odd = me == n - 1;
     am::window w = errors_slots_window(ctx);
-    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", errors_running_sum);
-    w.fence();
-    accepted ok{w, op};
-    ok.issue();
-    ok.issue();
+    accepted ok = accepted_after_fence(w, 2);
     // Every rank names itself, a rank that registered differently, and both entries.
     const std::vector<std::string> parts = {"am::window::register_op",
                                             rank_name(me) + ":",
@@ -263,24 +255,20 @@ void mismatch_job(am::context& ctx, bool by_type) {
                                             "second",
                                             by_type ? "j:4" : "other_name",
                                             "m:8"};
-    try {
-        if (by_type && odd) {
-            (void)w.register_op<std::uint32_t, u64, u64>(
-                "second", [](const am::window_args<std::uint32_t, u64, u64>&) {});
-        } else {
-            (void)w.register_op<u64, u64, u64>(odd && !by_type ? "other_name" : "second",
-                                               errors_running_sum);
-        }
-        ADD_FAILURE() << rank_name(me) << ": a mismatched registration was accepted";
-    } catch (const am::error& e) {
-        EXPECT_EQ(e.code(), am::errc::handler_mismatch) << e.what();
-        for (const std::string& p : parts) {
-            EXPECT_TRUE(am_test::contains(e.what(), p)) << "\"" << p << "\" not in: " << e.what();
-        }
-    }
+    expect_error(
+        [&] {
+            if (by_type && odd) {
+                (void)w.register_op<std::uint32_t, u64, u64>(
+                    "second", [](const am::window_args<std::uint32_t, u64, u64>&) {});
+            } else {
+                (void)w.register_op<u64, u64, u64>(odd && !by_type ? "other_name" : "second",
+                                                   running_sum);
+            }
+        },
+        am::errc::handler_mismatch, parts);
     ok.issue();
     // The failed registration left every rank's table alike: the next one is used by all.
-    const op_t third = w.register_op<u64, u64, u64>("third", errors_running_sum);
+    const op_t third = w.register_op<u64, u64, u64>("third", running_sum);
     u64 in[1] = {4}, out[1] = {0};
     w.am(third, me, std::span<const u64>(in), 1, std::span<u64>(out), 1, 1,
          window_slots(n) / 2 + static_cast<std::size_t>(me), 1);
@@ -306,10 +294,7 @@ void info_mismatch_job(am::context& ctx, int field) {
     expect_error([&] { am::window w(ctx, mem, info); }, am::errc::invalid_argument,
                  {"am::window::window", rank_name(me) + ":", "window_info"});
     am::window w = errors_slots_window(ctx);
-    const op_t op = w.register_op<u64, u64, u64>("errors_running_sum", errors_running_sum);
-    w.fence();
-    accepted ok{w, op};
-    ok.issue();
+    accepted ok = accepted_after_fence(w, 1);
     w.fence();
     ok.check();
     ok.check_target(1);
@@ -412,14 +397,10 @@ TEST_P(window_failure, operation_exception_names_the_operation) {
         << err;
 }
 
-TEST_P(window_errors, bad_arguments_refused_earlier_ams_complete) {
-    ASSERT_EQ(run(bad_arguments_job), 0);
-}
-TEST_P(window_errors, untyped_trigger_and_type_signatures) {
-    ASSERT_EQ(run(bytes_job), 0);
-}
+WINDOW_JOB_TEST(window_errors, bad_arguments_refused_earlier_ams_complete, bad_arguments_job)
+WINDOW_JOB_TEST(window_errors, untyped_trigger_and_type_signatures, bytes_job)
 TEST_P(window_errors, operation_calling_back_into_the_window) {
-    const watchdog dog(std::chrono::seconds(20), "operation_calling_back_into_the_window");
+    const watchdog dog("operation_calling_back_into_the_window", 20);
     ASSERT_EQ(run(reentry_job), 0);
 }
 TEST_P(window_mismatch, operation_name_differs_on_one_rank) {

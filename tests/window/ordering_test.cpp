@@ -14,11 +14,6 @@
 namespace {
 
 using namespace am_test::win;
-using am_test::expect_error;
-using am_test::mix;
-
-using u64 = std::uint64_t;
-using op_t = am::window_op<u64, u64, u64>;
 
 constexpr std::size_t ordering_internal =
     256;  // a large segment (40 + 1 elements: 336 B) never fits
@@ -258,9 +253,7 @@ void queue_job(am::context& ctx) {
     w.free();
 }
 
-TEST_P(window_ordering, long_queue_keeps_order_per_range) {
-    ASSERT_EQ(run(queue_job), 0);
-}
+WINDOW_JOB_TEST(window_ordering, long_queue_keeps_order_per_range, queue_job)
 
 // -------------------------------------------------------------------- am_order's words
 

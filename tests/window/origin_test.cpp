@@ -222,13 +222,9 @@ void origin_lock_all_job(am::context& ctx) {
 
 class window_origin : public window_test {};
 
-TEST_P(window_origin, concurrent_lock_all_runs_at_the_origin) {
-    ASSERT_EQ(run(origin_lock_all_job), 0);
-}
+WINDOW_JOB_TEST(window_origin, concurrent_lock_all_runs_at_the_origin, origin_lock_all_job)
 
-TEST_P(window_origin, concurrent_epochs_run_at_the_origin_with_the_same_result) {
-    ASSERT_EQ(run(origin_job), 0);
-}
+WINDOW_JOB_TEST(window_origin, concurrent_epochs_run_at_the_origin_with_the_same_result, origin_job)
 
 AM_INSTANTIATE(window_origin, window_params());
 

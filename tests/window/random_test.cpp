@@ -348,7 +348,7 @@ void initial_window(std::span<std::byte> mem, int r) {
 }
 
 struct job_options {
-    am::window_info info;
+    am::window_info info{};
     bool allocate = false;   // window::allocate, else a window over user memory
     std::size_t attach = 0;  // bytes of an attached buffer at every rank (0: none)
     std::uint64_t seed = 1;
@@ -454,46 +454,43 @@ void random_job(am::context& ctx, const job_options& opt) {
     w.free();
 }
 
-class window_random : public window_test {};
+class window_random : public window_test {
+  protected:
+    // Runs random_job with `opt` on every rank; 0 when every rank passed.
+    [[nodiscard]] int run_random(const job_options& opt,
+                                 const am_test::tweak_fn& tweak = {}) const {
+        return run([&](am::context& ctx) { random_job(ctx, opt); }, tweak);
+    }
+};
 
 TEST_P(window_random, default_buffers_user_memory) {
-    job_options opt;
-    opt.seed = 11;
-    ASSERT_EQ(run([&](am::context& ctx) { random_job(ctx, opt); }), 0);
+    ASSERT_EQ(run_random({.seed = 11}), 0);
 }
 
 TEST_P(window_random, small_internal_buffer_attached_allocated) {
-    job_options opt;
-    opt.seed = 12;
-    opt.allocate = true;
-    opt.info.internal_buffer = 256;
-    opt.info.pipeline_unit = 2;
-    opt.attach = 16 << 10;
-    ASSERT_EQ(run([&](am::context& ctx) { random_job(ctx, opt); }), 0);
+    ASSERT_EQ(run_random({.info = {.internal_buffer = 256, .pipeline_unit = 2},
+                          .allocate = true,
+                          .attach = 16 << 10,
+                          .seed = 12}),
+              0);
 }
 
 TEST_P(window_random, attached_buffer_only) {
-    job_options opt;
-    opt.seed = 13;
-    opt.info.internal_buffer = 0;
-    opt.info.pipeline_unit = 4;
-    opt.attach = 4 << 10;
-    ASSERT_EQ(run([&](am::context& ctx) { random_job(ctx, opt); }), 0);
+    ASSERT_EQ(
+        run_random(
+            {.info = {.internal_buffer = 0, .pipeline_unit = 4}, .attach = 4 << 10, .seed = 13}),
+        0);
 }
 
 // Operations run on a progress thread; medium messages of 256 bytes and small rings, so that
 // units (and outputs) travel in several chunks and sends wait for room.
 TEST_P(window_random, progress_thread_small_rings) {
-    job_options opt;
-    opt.seed = 14;
-    opt.info.internal_buffer = 1024;
-    opt.attach = 8 << 10;
-    ASSERT_EQ(run([&](am::context& ctx) { random_job(ctx, opt); },
-                  [](am::config& cfg) {
-                      cfg.progress_thread = true;
-                      cfg.ring_bytes = 4 << 10;
-                      cfg.max_medium = 256;
-                  }),
+    ASSERT_EQ(run_random({.info = {.internal_buffer = 1024}, .attach = 8 << 10, .seed = 14},
+                         [](am::config& cfg) {
+                             cfg.progress_thread = true;
+                             cfg.ring_bytes = 4 << 10;
+                             cfg.max_medium = 256;
+                         }),
               0);
 }
 

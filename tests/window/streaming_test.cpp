@@ -12,10 +12,6 @@
 namespace {
 
 using namespace am_test::win;
-using am_test::mix;
-
-using u64 = std::uint64_t;
-using op_t = am::window_op<u64, u64, u64>;
 
 constexpr std::size_t nseg = 10;
 
@@ -302,26 +298,17 @@ void fresh_op_job(am::context& ctx) {
 
 class window_streaming : public window_test {};
 
-TEST_P(window_streaming, am_right_after_registration_finds_the_operation) {
-    ASSERT_EQ(run(fresh_op_job), 0);
-}
+WINDOW_JOB_TEST(window_streaming, am_right_after_registration_finds_the_operation, fresh_op_job)
 
-TEST_P(window_streaming, segments_without_input_or_output) {
-    ASSERT_EQ(run(empty_parts_job), 0);
-}
+WINDOW_JOB_TEST(window_streaming, segments_without_input_or_output, empty_parts_job)
 
-TEST_P(window_streaming, units_are_cut_as_requested_and_run_in_order) {
-    ASSERT_EQ(run(units_job), 0);
-}
-TEST_P(window_streaming, default_unit_fills_the_internal_buffer) {
-    ASSERT_EQ(run(fitting_units_job), 0);
-}
+WINDOW_JOB_TEST(window_streaming, units_are_cut_as_requested_and_run_in_order, units_job)
+WINDOW_JOB_TEST(window_streaming, default_unit_fills_the_internal_buffer, fitting_units_job)
 TEST_P(window_streaming, units_larger_than_a_medium_message_travel_in_chunks) {
     ASSERT_EQ(run(chunked_job, [](am::config& cfg) { cfg.ring_bytes = 16 << 10; }), 0);
 }
 TEST_P(window_streaming, unit_larger_than_the_attached_buffer_is_cut_to_fit) {
-    const watchdog dog(std::chrono::seconds(20),
-                       "unit_larger_than_the_attached_buffer_is_cut_to_fit");
+    const watchdog dog("unit_larger_than_the_attached_buffer_is_cut_to_fit", 20);
     ASSERT_EQ(run(split_to_attached_job), 0);
 }
 

@@ -13,10 +13,6 @@
 namespace {
 
 using namespace am_test::win;
-using am_test::mix;
-
-using u64 = std::uint64_t;
-using op_t = am::window_op<u64, u64, u64>;
 
 constexpr int threads = 4;
 

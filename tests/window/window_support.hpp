@@ -6,6 +6,7 @@
 #pragma once
 
 #include "support/expect.hpp"
+#include "support/watchdog.hpp"
 
 #include <am/window.hpp>
 
@@ -166,49 +167,22 @@ inline std::ptrdiff_t first_difference(std::span<const std::byte> got,
     return got.size() == want.size() ? -1 : static_cast<std::ptrdiff_t>(n);
 }
 
-/// Ends the process with a message when it is still alive `limit` after construction: a test
-/// that would hang (a flush that never completes) fails at once instead of at its timeout. Made
-/// in the test body, it watches this process's ranks (threads), the forking parent (shm) or
-/// this process's rank (mpi).
-class watchdog {
-  public:
-    // Returns once the watching thread waits: the shm transport forks the ranks next, and a
-    // thread still starting (allocating, registering with a sanitizer) at the fork can leave
-    // a lock held forever in the child (seen under ASan: the rank hung until the watchdog fired).
-    watchdog(std::chrono::seconds limit, std::string what)
-        : _what(std::move(what)), _thread([this, limit] { watch(limit); }) {
-        std::unique_lock lk(_m);
-        _cv.wait(lk, [this] { return _started; });
-    }
-    ~watchdog() {
-        {
-            std::lock_guard g(_m);
-            _done = true;
-        }
-        _cv.notify_all();
-        _thread.join();
-    }
-    watchdog(const watchdog&) = delete;
-    watchdog& operator=(const watchdog&) = delete;
+/// The element type of most window tests, and their operation: uint64 persistent data, input
+/// and output.
+using u64 = std::uint64_t;
+using op_t = am::window_op<u64, u64, u64>;
+using am_test::expect_error;
+using am_test::mix;
+using am_test::watchdog;
 
-  private:
-    void watch(std::chrono::seconds limit) {
-        std::unique_lock lk(_m);
-        _started = true;
-        _cv.notify_all();
-        if (_cv.wait_for(lk, limit, [this] { return _done; })) return;
-        std::fprintf(stderr, "am_test watchdog: %s did not finish within %lld s\n", _what.c_str(),
-                     static_cast<long long>(limit.count()));
-        std::fflush(stderr);
-        std::_Exit(3);
+/// x += every input element; each output element of a segment is x after the segment.
+inline void running_sum(const am::window_args<u64, u64, u64>& a) {
+    if (a.persistent.empty()) return;
+    for (std::size_t i = 0; i < a.num_segments; ++i) {
+        for (u64 v : a.in(i)) a.persistent[0] += v;
+        for (u64& o : a.out(i)) o = a.persistent[0];
     }
-    std::string _what;
-    std::mutex _m;
-    std::condition_variable _cv;
-    bool _done = false;
-    bool _started = false;
-    std::thread _thread;
-};
+}
 
 /// "rank N", the way am::error messages name the calling rank.
 inline std::string rank_name(int r) {
@@ -216,3 +190,10 @@ inline std::string rank_name(int r) {
 }
 
 }  // namespace am_test::win
+
+/// A window test whose whole body is a job: TEST_P(fixture, name) running `run(...)`'s
+/// arguments (the job, and optionally a config tweak) and failing when any rank fails.
+#define WINDOW_JOB_TEST(fixture, name, ...) \
+    TEST_P(fixture, name) {                 \
+        ASSERT_EQ(run(__VA_ARGS__), 0);     \
+    }
