@@ -51,7 +51,7 @@ class account {
 
 namespace {
 
-class oam_rpc_cereal : public am_test::spmd_test {};
+class oam_rpc_cereal : public am_oam_test::oam_test {};
 
 particle rpc_move_particle(am::context& ctx, particle p, double dx) {
     for (double& x : p.pos) x += dx;
@@ -67,7 +67,7 @@ account rpc_deposit(account a, std::int64_t cents) {
 }
 
 TEST_P(oam_rpc_cereal, user_types) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::rpc_register<&rpc_move_particle>(ctx);
         am::rpc_register<&rpc_clone>(ctx);
         am::rpc_register<&rpc_deposit>(ctx);
@@ -84,7 +84,6 @@ TEST_P(oam_rpc_cereal, user_types) {
         EXPECT_DOUBLE_EQ(a.balance(), 11.75);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(oam_rpc_cereal, am_test::all_params());

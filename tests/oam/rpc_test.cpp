@@ -44,13 +44,9 @@ struct am::serializer<shape> {
 
 namespace {
 
-using am_oam_test::gained;
-using am_oam_test::left_of;
-using am_oam_test::right_of;
-using am_oam_test::wait_until;
-using am_test::expect_error;
+using namespace am_oam_test;
 
-class oam_rpc : public am_test::spmd_test {};
+class oam_rpc : public oam_test {};
 
 std::uint64_t rank_u(const am::context& ctx) {
     return static_cast<std::uint64_t>(ctx.rank());
@@ -276,16 +272,10 @@ void scalars(am::context& ctx) {
     ctx.quiesce();
 }
 
-TEST_P(oam_rpc, scalar_arguments_and_results) {
-    ASSERT_EQ(run(scalars), 0);
-}
-
-TEST_P(oam_rpc, scalar_arguments_and_results_progress_thread) {
-    ASSERT_EQ(run(scalars, am_oam_test::progress_thread), 0);
-}
+AM_OAM_TEST_BOTH(oam_rpc, scalar_arguments_and_results, scalars)
 
 TEST_P(oam_rpc, strings_and_vectors) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::rpc_register<&rpc_greet>(ctx);
         am::rpc_register<&rpc_repeat>(ctx);
         am::rpc_register<&rpc_reverse>(ctx);
@@ -315,11 +305,10 @@ TEST_P(oam_rpc, strings_and_vectors) {
         }
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, span_parameters) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::rpc_register<&rpc_span_sum>(ctx);
         am::rpc_register<&rpc_spans>(ctx);
         ctx.barrier();
@@ -343,11 +332,10 @@ TEST_P(oam_rpc, span_parameters) {
         }
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, user_type_serializer) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::rpc_register<&rpc_grow>(ctx);
         ctx.barrier();
         const shape s{"tri" + std::to_string(ctx.rank()), {1.0, -2.5, 3.25}, 3};
@@ -357,11 +345,10 @@ TEST_P(oam_rpc, user_type_serializer) {
         }
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, registered_lambdas) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         const int me = ctx.rank(), from = left_of(ctx);
         std::atomic<int> calls{0};
         am::counter ff(ctx);
@@ -387,8 +374,7 @@ TEST_P(oam_rpc, registered_lambdas) {
         EXPECT_EQ(am::rpc(ctx, r, where, std::uint64_t{10}).get(), 10u + static_cast<unsigned>(r));
         for (int k = 0; k < 5; ++k)
             am::rpc_ff(ctx, r, count_ff, static_cast<std::uint64_t>(me + 1));
-        wait_until(
-            ctx, [&] { return ff.test(5); }, "fire-and-forget calls");
+        wait_count(ctx, ff, 5, "fire-and-forget calls");
         EXPECT_EQ(ff_total.load(), 5u * static_cast<unsigned>(from + 1));
         ctx.barrier();  // every rank has read ff_total
         am::rpc(ctx, r, void_result, std::string("four")).get();
@@ -396,11 +382,10 @@ TEST_P(oam_rpc, registered_lambdas) {
         EXPECT_EQ(calls.load(), 1);
         EXPECT_EQ(ff_total.load(), 5u * static_cast<unsigned>(from + 1) + 4u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, fire_and_forget) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         const auto me = static_cast<std::size_t>(ctx.rank());
         const auto from = static_cast<std::uint64_t>(left_of(ctx));
         ff_sum[me] = 0;
@@ -417,7 +402,6 @@ TEST_P(oam_rpc, fire_and_forget) {
         ctx.quiesce();
         EXPECT_EQ(ff_calls[me].load(), 11u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // A chain of calls around every rank (64 hops on threads np64), each hop waiting for the next.
@@ -447,14 +431,13 @@ TEST_P(oam_rpc, nested_chain_around_all_ranks) {
 }
 
 TEST_P(oam_rpc, nested_chain_around_all_ranks_progress_thread) {
-    ASSERT_EQ(run([](am::context& ctx) { ring_chain(ctx, false); }, am_oam_test::progress_thread),
-              0);
+    ASSERT_EQ(run([](am::context& ctx) { ring_chain(ctx, false); }, progress_thread), 0);
 }
 
 // A (string) calls B (vector) on the next rank, which calls C on the rank after that for each
 // element at once and waits for all of them.
 TEST_P(oam_rpc, nested_a_b_c) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         const int n = ctx.size(), me = ctx.rank();
         am::rpc_register<&rpc_a>(ctx);
         am::rpc_register<&rpc_b>(ctx);
@@ -470,11 +453,10 @@ TEST_P(oam_rpc, nested_a_b_c) {
         EXPECT_EQ(am::rpc<&rpc_a>(ctx, ra, s).get(), want);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, remote_exceptions) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::rpc_register<&rpc_fail>(ctx);
         am::rpc_register<&rpc_fail_void>(ctx);
         am::rpc_register<&rpc_fail_am>(ctx);
@@ -502,11 +484,10 @@ TEST_P(oam_rpc, remote_exceptions) {
         EXPECT_EQ(am::rpc<&rpc_seven>(ctx, r).get(), 7);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, unregistered_function) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::counter got(ctx);
         auto counted = am::rpc_register(ctx, [&](int) {
             got.add();
@@ -524,11 +505,10 @@ TEST_P(oam_rpc, unregistered_function) {
         ctx.quiesce();
         EXPECT_EQ(got.value(), 1u) << "a refused call was sent";
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, arguments_too_large) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         std::atomic<int> served{0};
         am::rpc_register<&rpc_size_of>(ctx);
         auto counted = am::rpc_register(ctx, [&](std::string s) {
@@ -560,19 +540,17 @@ TEST_P(oam_rpc, arguments_too_large) {
                      am::errc::too_large, {limit});
         EXPECT_EQ(am::rpc(ctx, r, counted, std::string(10, 's')).get(), 10u);
         ctx.request(ctx.rank(), from_handler);
-        wait_until(
-            ctx, [&] { return in_handler.test(1); }, "the handler's refused call");
+        wait_count(ctx, in_handler, 1, "the handler's refused call");
         EXPECT_EQ(handler_refused.load(), 1);
         ctx.quiesce();
         EXPECT_EQ(served.load(), 1) << "a refused call was sent";
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // A result over max_medium() cannot travel back: get() throws errc::remote naming the limit;
 // the call after it works.
 TEST_P(oam_rpc, result_too_large) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::rpc_register<&rpc_repeat>(ctx);
         ctx.barrier();
         const int r = right_of(ctx);
@@ -596,7 +574,6 @@ TEST_P(oam_rpc, result_too_large) {
         EXPECT_EQ(am::rpc<&rpc_repeat>(ctx, r, std::string("ab"), 2u).get(), "abab");
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // Nested calls that fail deep down (a ping-pong between ranks 0 and 1 stopped by
@@ -606,7 +583,7 @@ TEST_P(oam_rpc, result_too_large) {
 // threw:".
 TEST_P(oam_rpc, nested_failure_keeps_innermost_cause) {
     constexpr std::size_t limit = 400;
-    const int rc = run(
+    run_ok(
         [](am::context& ctx) {
             am::rpc_register<&rpc_pingpong>(ctx);
             ctx.barrier();
@@ -633,12 +610,11 @@ TEST_P(oam_rpc, nested_failure_keeps_innermost_cause) {
             ctx.quiesce();
         },
         [](am::config& cfg) { cfg.oam_max_threads = limit; });
-    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(oam_rpc, am_test::all_params());
 
-class oam_rpc_failure : public am_test::spmd_test {};
+class oam_rpc_failure : public oam_test {};
 
 void rpc_ff_throws(am::context& ctx, int code) {
     throw std::runtime_error("fire-and-forget failure " + std::to_string(code) + " on rank " +
