@@ -156,8 +156,7 @@ void waits_from_rank_code(am::context& ctx) {
     EXPECT_TRUE(g.ready());
     EXPECT_EQ(g.get(), "from " + std::to_string(from));
     // RPC results from several ranks, waited for one by one.
-    am::rpc_register<&add_rank>(ctx);
-    ctx.barrier();
+    register_rpcs<&add_rank>(ctx);
     const int n = ctx.size(), k_max = n < 8 ? n : 8;
     std::vector<am::future<std::uint64_t>> calls;
     for (int k = 0; k < k_max; ++k) {
@@ -174,8 +173,7 @@ AM_OAM_TEST_BOTH(oam_future, waits_from_rank_code, waits_from_rank_code)
 
 void then_chains(am::context& ctx) {
     const int me = ctx.rank(), n = ctx.size();
-    am::rpc_register<&add_rank>(ctx);
-    ctx.barrier();
+    register_rpcs<&add_rank>(ctx);
 
     am::promise<int> p(ctx);
     am::future<std::string> f = p.get_future()
@@ -271,8 +269,7 @@ TEST_P(oam_future, when_all_vector) {
         expect_throw<std::runtime_error>([&] { (void)eall.get(); }, "second");
 
         // RPC results from up to 8 ranks.
-        am::rpc_register<&add_rank>(ctx);
-        ctx.barrier();
+        register_rpcs<&add_rank>(ctx);
         const int k_max = n < 8 ? n : 8;
         std::vector<am::future<std::uint64_t>> calls;
         for (int k = 0; k < k_max; ++k) {
@@ -323,8 +320,7 @@ TEST_P(oam_future, when_all_variadic) {
         expect_throw<std::logic_error>([&] { (void)eall.get(); }, "second of two");
 
         // RPCs to two ranks.
-        am::rpc_register<&add_rank>(ctx);
-        ctx.barrier();
+        register_rpcs<&add_rank>(ctx);
         const int r = right_of(ctx);
         am::future<std::uint64_t> r1 = am::rpc<&add_rank>(ctx, r, std::uint64_t{1});
         am::future<std::uint64_t> r2 = am::rpc<&add_rank>(ctx, me, std::uint64_t{2});

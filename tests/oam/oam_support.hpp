@@ -75,6 +75,14 @@ void wait_until(am::context& ctx, Pred pred, const std::string& what, double sec
     }
 }
 
+/// Rank code: registers the remote functions `Fns` (the same on every rank), then waits at a
+/// barrier, so that no rank calls one before every rank has registered it.
+template <auto... Fns>
+void register_rpcs(am::context& ctx) {
+    ((void)am::rpc_register<Fns>(ctx), ...);
+    ctx.barrier();
+}
+
 /// Rank code: waits until counter `c` has reached `n` (bounded as wait_until).
 inline void wait_count(am::context& ctx, const am::counter& c, std::uint64_t n,
                        const std::string& what, double seconds = 20) {

@@ -68,10 +68,7 @@ account rpc_deposit(account a, std::int64_t cents) {
 
 TEST_P(oam_rpc_cereal, user_types) {
     run_ok([](am::context& ctx) {
-        am::rpc_register<&rpc_move_particle>(ctx);
-        am::rpc_register<&rpc_clone>(ctx);
-        am::rpc_register<&rpc_deposit>(ctx);
-        ctx.barrier();
+        am_oam_test::register_rpcs<&rpc_move_particle, &rpc_clone, &rpc_deposit>(ctx);
         const int r = am_oam_test::right_of(ctx);
         const particle p{"p" + std::to_string(ctx.rank()), {1.0, 2.0, 3.0}, {{"spin", 1}}};
         const particle moved = am::rpc<&rpc_move_particle>(ctx, r, p, 0.5).get();

@@ -220,18 +220,8 @@ std::vector<int> targets_of(const am::context& ctx) {
 // ---------------------------------------------------------------------------------- tests
 
 void scalars(am::context& ctx) {
-    am::rpc_register<&rpc_seven>(ctx);
-    am::rpc_register<&rpc_nothing>(ctx);
-    am::rpc_register<&rpc_rank_of>(ctx);
-    am::rpc_register<&rpc_mix>(ctx);
-    am::rpc_register<&rpc_scale>(ctx);
-    am::rpc_register<&rpc_negate>(ctx);
-    am::rpc_register<&rpc_is_even>(ctx);
-    am::rpc_register<&rpc_swap>(ctx);
-    am::rpc_register<&rpc_rotate>(ctx);
-    am::rpc_register<&rpc_fifteen>(ctx);
-    am::rpc_register<&rpc_sixteen>(ctx);
-    ctx.barrier();
+    register_rpcs<&rpc_seven, &rpc_nothing, &rpc_rank_of, &rpc_mix, &rpc_scale, &rpc_negate,
+                  &rpc_is_even, &rpc_swap, &rpc_rotate, &rpc_fifteen, &rpc_sixteen>(ctx);
     const std::uint64_t me = rank_u(ctx);
     for (int t : targets_of(ctx)) {
         const auto tu = static_cast<std::uint64_t>(t);
@@ -276,12 +266,7 @@ AM_OAM_TEST_BOTH(oam_rpc, scalar_arguments_and_results, scalars)
 
 TEST_P(oam_rpc, strings_and_vectors) {
     run_ok([](am::context& ctx) {
-        am::rpc_register<&rpc_greet>(ctx);
-        am::rpc_register<&rpc_repeat>(ctx);
-        am::rpc_register<&rpc_reverse>(ctx);
-        am::rpc_register<&rpc_words>(ctx);
-        am::rpc_register<&rpc_join>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_greet, &rpc_repeat, &rpc_reverse, &rpc_words, &rpc_join>(ctx);
         for (int t : targets_of(ctx)) {
             const std::string rt = std::to_string(t);
             EXPECT_EQ(am::rpc<&rpc_greet>(ctx, t, std::string("you")).get(),
@@ -309,9 +294,7 @@ TEST_P(oam_rpc, strings_and_vectors) {
 
 TEST_P(oam_rpc, span_parameters) {
     run_ok([](am::context& ctx) {
-        am::rpc_register<&rpc_span_sum>(ctx);
-        am::rpc_register<&rpc_spans>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_span_sum, &rpc_spans>(ctx);
         std::vector<std::uint64_t> v(1000);
         std::iota(v.begin(), v.end(), rank_u(ctx));
         const std::uint64_t want = std::accumulate(v.begin(), v.end(), std::uint64_t{0});
@@ -336,8 +319,7 @@ TEST_P(oam_rpc, span_parameters) {
 
 TEST_P(oam_rpc, user_type_serializer) {
     run_ok([](am::context& ctx) {
-        am::rpc_register<&rpc_grow>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_grow>(ctx);
         const shape s{"tri" + std::to_string(ctx.rank()), {1.0, -2.5, 3.25}, 3};
         for (int t : targets_of(ctx)) {
             const shape got = am::rpc<&rpc_grow>(ctx, t, s).get();
@@ -390,9 +372,7 @@ TEST_P(oam_rpc, fire_and_forget) {
         const auto from = static_cast<std::uint64_t>(left_of(ctx));
         ff_sum[me] = 0;
         ff_calls[me] = 0;
-        am::rpc_register<&rpc_ff_add>(ctx);
-        am::rpc_register<&rpc_ff_text>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_ff_add, &rpc_ff_text>(ctx);
         const int r = right_of(ctx);
         for (std::uint64_t k = 0; k < 10; ++k) am::rpc_ff<&rpc_ff_add>(ctx, r, me * 100 + k);
         am::rpc_ff<&rpc_ff_text>(ctx, r, std::string(1000 + me, 'z'));
@@ -439,10 +419,7 @@ TEST_P(oam_rpc, nested_chain_around_all_ranks_progress_thread) {
 TEST_P(oam_rpc, nested_a_b_c) {
     run_ok([](am::context& ctx) {
         const int n = ctx.size(), me = ctx.rank();
-        am::rpc_register<&rpc_a>(ctx);
-        am::rpc_register<&rpc_b>(ctx);
-        am::rpc_register<&rpc_c>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_a, &rpc_b, &rpc_c>(ctx);
         const std::string s = "abc" + std::to_string(me);
         const int ra = right_of(ctx), rc_rank = (me + 3) % n;
         std::string want = std::to_string(ra);
@@ -457,12 +434,7 @@ TEST_P(oam_rpc, nested_a_b_c) {
 
 TEST_P(oam_rpc, remote_exceptions) {
     run_ok([](am::context& ctx) {
-        am::rpc_register<&rpc_fail>(ctx);
-        am::rpc_register<&rpc_fail_void>(ctx);
-        am::rpc_register<&rpc_fail_am>(ctx);
-        am::rpc_register<&rpc_fail_nested>(ctx);
-        am::rpc_register<&rpc_seven>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_fail, &rpc_fail_void, &rpc_fail_am, &rpc_fail_nested, &rpc_seven>(ctx);
         const int r = right_of(ctx);
         const std::string rank_r = "rank " + std::to_string(r);
         auto f = am::rpc<&rpc_fail>(ctx, r, 17);
@@ -551,8 +523,7 @@ TEST_P(oam_rpc, arguments_too_large) {
 // the call after it works.
 TEST_P(oam_rpc, result_too_large) {
     run_ok([](am::context& ctx) {
-        am::rpc_register<&rpc_repeat>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_repeat>(ctx);
         const int r = right_of(ctx);
         const std::size_t max = ctx.max_medium();
         const auto times = static_cast<std::uint32_t>(max / 10 + 1);
@@ -585,8 +556,7 @@ TEST_P(oam_rpc, nested_failure_keeps_innermost_cause) {
     constexpr std::size_t limit = 400;
     run_ok(
         [](am::context& ctx) {
-            am::rpc_register<&rpc_pingpong>(ctx);
-            ctx.barrier();
+            register_rpcs<&rpc_pingpong>(ctx);
             if (ctx.rank() == 0) {
                 try {
                     (void)am::rpc<&rpc_pingpong>(ctx, ctx.size() > 1 ? 1 : 0, 0u).get();
@@ -626,8 +596,7 @@ void rpc_ff_throws(am::context& ctx, int code) {
 TEST_P(oam_rpc_failure, fire_and_forget_exception_fails_job) {
     ::testing::internal::CaptureStderr();
     const int rc = run([](am::context& ctx) {
-        am::rpc_register<&rpc_ff_throws>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_ff_throws>(ctx);
         if (ctx.rank() == 0) am::rpc_ff<&rpc_ff_throws>(ctx, ctx.size() - 1, 42);
         am::counter never(ctx);
         never.wait(1);
