@@ -17,6 +17,8 @@
 //                        rank 1's own thread sleeps outside am.
 //
 // The transport is mpi (mpiexec started the process), node size from AM_NODE_SIZE.
+#include "mpi_prog.hpp"
+
 #include <am/am.hpp>
 
 #include <chrono>
@@ -98,13 +100,7 @@ int main(int argc, char** argv) {
                      "usage: am_mpi_fault kill|throw|exit|exit_in_handler|exit_in_progress\n");
         return 2;
     }
-    am::config cfg;
-    try {
-        cfg = am::config::from_env();
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "am_mpi_fault: %s\n", e.what());
-        return 2;
-    }
+    am::config cfg = am_mpi_prog::config_from_env("am_mpi_fault");
     if (how == fault::exit_in_progress) cfg.progress_thread = true;
     const int rc = am::run(cfg, [&](am::context& ctx) { phase(ctx, how); });
     // Not reached when the job fails as it must (MPI_Abort ends every process); if it is, the

@@ -15,6 +15,8 @@
 //                            from the rank function (they wait in am::run's end): no loss.
 //
 // Every rank prints "liveness: ok (rank R)" when its last am::run returned 0.
+#include "mpi_prog.hpp"
+
 #include <am/am.hpp>
 
 #include <chrono>
@@ -59,13 +61,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: am_mpi_liveness stop|compute|twice|late\n");
         return 2;
     }
-    am::config cfg;
-    try {
-        cfg = am::config::from_env();
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "am_mpi_liveness: %s\n", e.what());
-        return 2;
-    }
+    am::config cfg = am_mpi_prog::config_from_env("am_mpi_liveness");
     const std::chrono::duration<double> timeout(cfg.heartbeat > 0 ? cfg.heartbeat : 5.0);
     int me = -1;
     const auto body = [&](am::context& ctx) {

@@ -18,22 +18,9 @@
 
 namespace {
 
-using am_oam_test::gained;
-using am_oam_test::left_of;
-using am_oam_test::right_of;
-using am_oam_test::wait_blocked;
-using am_oam_test::wait_until;
-using am_test::expect_error;
+using namespace am_oam_test;
 
-class oam_block : public am_test::spmd_test {
-  protected:
-    int run_both(bool progress, const am_test::rank_fn& fn, const am_test::tweak_fn& tweak = {}) {
-        return run(fn, [progress, tweak](am::config& cfg) {
-            if (tweak) tweak(cfg);
-            cfg.progress_thread = progress;
-        });
-    }
-};
+class oam_block : public oam_test {};
 
 std::uint64_t value_of(int rank, int i) {
     return am_test::mix((static_cast<std::uint64_t>(rank) << 32) | static_cast<std::uint32_t>(i));
@@ -71,8 +58,7 @@ void nonblocking(am::context& ctx) {
     const am::oam_stats before = am::optimistic_stats(ctx);
     ctx.barrier();
     for (int i = 0; i < count; ++i) ctx.request(right_of(ctx), h, i, value_of(me, i));
-    wait_until(
-        ctx, [&] { return done.test(count); }, "the handlers");
+    wait_count(ctx, done, count, "the handlers");
     wait_none_live(ctx);
     const am::oam_stats after = am::optimistic_stats(ctx);
     std::uint64_t want = 0;
@@ -98,13 +84,7 @@ void small_limits(am::config& cfg) {
     cfg.oam_max_threads = 1000;
 }
 
-TEST_P(oam_block, nonblocking_handlers) {
-    ASSERT_EQ(run_both(false, nonblocking, small_limits), 0);
-}
-
-TEST_P(oam_block, nonblocking_handlers_progress_thread) {
-    ASSERT_EQ(run_both(true, nonblocking, small_limits), 0);
-}
+AM_OAM_TEST_BOTH(oam_block, nonblocking_handlers, nonblocking, small_limits)
 
 // -------------------------------------------------------- blocking on a mutex the rank holds
 
@@ -132,8 +112,7 @@ void mutex_held_by_rank_code(am::context& ctx) {
     EXPECT_EQ(done.value(), 0u) << "a handler got the mutex the rank holds";
     rank_holds = false;
     m.unlock();
-    wait_until(
-        ctx, [&] { return done.test(waiters); }, "the handlers after unlock()");
+    wait_count(ctx, done, waiters, "the handlers after unlock()");
     {
         std::lock_guard<am::mutex> g(m);
         EXPECT_EQ(saw_rank_holding, 0);
@@ -149,13 +128,7 @@ void mutex_held_by_rank_code(am::context& ctx) {
     ctx.quiesce();
 }
 
-TEST_P(oam_block, mutex_held_by_rank_code) {
-    ASSERT_EQ(run_both(false, mutex_held_by_rank_code), 0);
-}
-
-TEST_P(oam_block, mutex_held_by_rank_code_progress_thread) {
-    ASSERT_EQ(run_both(true, mutex_held_by_rank_code), 0);
-}
+AM_OAM_TEST_BOTH(oam_block, mutex_held_by_rank_code, mutex_held_by_rank_code)
 
 // ------------------------------------------------ blocking on a mutex another handler holds
 
@@ -190,8 +163,7 @@ void mutex_held_by_handler(am::context& ctx) {
         m.unlock();
     }
     release = true;
-    wait_until(
-        ctx, [&] { return done.test(2); }, "holder and contender");
+    wait_count(ctx, done, 2, "holder and contender");
     {
         std::lock_guard<am::mutex> g(m);
         EXPECT_EQ(trace, "AaB") << "the contender ran inside the holder's critical section";
@@ -204,13 +176,7 @@ void mutex_held_by_handler(am::context& ctx) {
     ctx.quiesce();
 }
 
-TEST_P(oam_block, mutex_held_by_handler) {
-    ASSERT_EQ(run_both(false, mutex_held_by_handler), 0);
-}
-
-TEST_P(oam_block, mutex_held_by_handler_progress_thread) {
-    ASSERT_EQ(run_both(true, mutex_held_by_handler), 0);
-}
+AM_OAM_TEST_BOTH(oam_block, mutex_held_by_handler, mutex_held_by_handler)
 
 // ------------------------------------------------------------ blocking on a condition variable
 
@@ -245,8 +211,7 @@ void condition_variable_waits(am::context& ctx) {
         go = true;
     }
     cv.notify_all();
-    wait_until(
-        ctx, [&] { return done.test(waiters); }, "the waiters after notify_all()");
+    wait_count(ctx, done, waiters, "the waiters after notify_all()");
     {
         std::lock_guard<am::mutex> g(m);
         std::sort(got.begin(), got.end());
@@ -263,9 +228,7 @@ void condition_variable_waits(am::context& ctx) {
             ++tokens;
         }
         cv.notify_one();
-        wait_until(
-            ctx, [&] { return done.test(std::uint64_t(waiters + k)); },
-            "a waiter after notify_one()");
+        wait_count(ctx, done, std::uint64_t(waiters + k), "a waiter after notify_one()");
     }
     {
         std::lock_guard<am::mutex> g(m);
@@ -279,13 +242,7 @@ void condition_variable_waits(am::context& ctx) {
     ctx.quiesce();
 }
 
-TEST_P(oam_block, condition_variable) {
-    ASSERT_EQ(run_both(false, condition_variable_waits), 0);
-}
-
-TEST_P(oam_block, condition_variable_progress_thread) {
-    ASSERT_EQ(run_both(true, condition_variable_waits), 0);
-}
+AM_OAM_TEST_BOTH(oam_block, condition_variable, condition_variable_waits)
 
 // ------------------------------------------------------ blocking on a future: a nested RPC
 
@@ -309,8 +266,7 @@ void future_of_rpc(am::context& ctx, bool exact) {
     for (int i = 0; i < calls; ++i) {
         ctx.request(right_of(ctx), h, static_cast<std::uint64_t>(me * 100 + i));
     }
-    wait_until(
-        ctx, [&] { return done.test(calls); }, "handlers waiting for RPC results");
+    wait_count(ctx, done, calls, "handlers waiting for RPC results");
     EXPECT_EQ(wrong.load(), 0);
     ctx.quiesce();  // the RPCs this rank serves for its left neighbour's handlers, too
     const am::oam_stats after = am::optimistic_stats(ctx);
@@ -329,17 +285,19 @@ void future_of_rpc(am::context& ctx, bool exact) {
 }
 
 TEST_P(oam_block, future_of_nested_rpc) {
-    ASSERT_EQ(run_both(false, [](am::context& ctx) { future_of_rpc(ctx, true); }), 0);
+    ASSERT_EQ(run([](am::context& ctx) { future_of_rpc(ctx, true); }, progress_thread_if(false)),
+              0);
 }
 
 TEST_P(oam_block, future_of_nested_rpc_progress_thread) {
-    ASSERT_EQ(run_both(true, [](am::context& ctx) { future_of_rpc(ctx, false); }), 0);
+    ASSERT_EQ(run([](am::context& ctx) { future_of_rpc(ctx, false); }, progress_thread_if(true)),
+              0);
 }
 
 // ------------------------------------------------- blocking on a future: a promise set later
 
 TEST_P(oam_block, future_of_promise) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         const int me = ctx.rank();
         am::promise<int> p(ctx);  // set by rank code
         am::future<int> f = p.get_future();
@@ -365,13 +323,11 @@ TEST_P(oam_block, future_of_promise) {
         wait_blocked(ctx, 2, "on two futures");
         EXPECT_EQ(done.value(), 0u);
         p.set_value(me + 7);
-        wait_until(
-            ctx, [&] { return done.test(1); }, "the handler waiting for the rank's promise");
+        wait_count(ctx, done, 1, "the handler waiting for the rank's promise");
         EXPECT_EQ(got_int.load(), me + 7);
         EXPECT_EQ(done.value(), 1u) << "a handler got a value nobody set";
         ctx.request(me, set_text, me * 3);
-        wait_until(
-            ctx, [&] { return done.test(2); }, "the handler waiting for a handler's promise");
+        wait_count(ctx, done, 2, "the handler waiting for a handler's promise");
         EXPECT_EQ(got_text, "value " + std::to_string(me * 3));
         wait_none_live(ctx);
         const auto d = gained(before, am::optimistic_stats(ctx));
@@ -379,12 +335,11 @@ TEST_P(oam_block, future_of_promise) {
         EXPECT_GE(d.resumes, 2u);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // A handler waiting on a promise that is destroyed without a value gets broken_promise.
 TEST_P(oam_block, future_of_broken_promise) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         auto p = std::make_unique<am::promise<int>>(ctx);
         am::future<int> f = p->get_future();
         am::counter done(ctx);
@@ -398,12 +353,10 @@ TEST_P(oam_block, future_of_broken_promise) {
         ctx.request(ctx.rank(), h);
         wait_blocked(ctx, 1, "on a promise");
         p.reset();
-        wait_until(
-            ctx, [&] { return done.test(1); }, "the handler after the promise died");
+        wait_count(ctx, done, 1, "the handler after the promise died");
         EXPECT_EQ(broken.load(), 1);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // ------------------------------------------------- ctx.wait(pred) and counter::wait in a handler
@@ -431,13 +384,11 @@ void waits_in_handler(am::context& ctx) {
     wait_blocked(ctx, 2, "in ctx.wait and counter::wait");
     EXPECT_EQ(done.value(), 0u);
     flag = true;
-    wait_until(
-        ctx, [&] { return done.test(1); }, "the handler in ctx.wait");
+    wait_count(ctx, done, 1, "the handler in ctx.wait");
     EXPECT_EQ(done.value(), 1u) << "counter::wait returned before the count";
     ctx.request(ctx.rank(), open);
     ctx.request(ctx.rank(), open);
-    wait_until(
-        ctx, [&] { return done.test(2); }, "the handler in counter::wait");
+    wait_count(ctx, done, 2, "the handler in counter::wait");
     EXPECT_EQ(early.load(), 0);
     wait_none_live(ctx);
     const auto d = gained(before, am::optimistic_stats(ctx));
@@ -446,13 +397,7 @@ void waits_in_handler(am::context& ctx) {
     ctx.quiesce();
 }
 
-TEST_P(oam_block, wait_and_counter_wait) {
-    ASSERT_EQ(run_both(false, waits_in_handler), 0);
-}
-
-TEST_P(oam_block, wait_and_counter_wait_progress_thread) {
-    ASSERT_EQ(run_both(true, waits_in_handler), 0);
-}
+AM_OAM_TEST_BOTH(oam_block, wait_and_counter_wait, waits_in_handler)
 
 // ------------------------------------------------------------------ quiescence and the token
 
@@ -461,7 +406,7 @@ using std::chrono::steady_clock;
 // The handler sleeps (in ctx.wait) far longer than the messages take, then sends one more:
 // quiesce() returns only after it finished and its message was handled.
 TEST_P(oam_block, quiesce_waits_for_blocked_handlers) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         std::atomic<int> finished{0};
         am::counter late(ctx);
         auto after = ctx.handler([&](am::token&) { late.add(); });
@@ -478,7 +423,6 @@ TEST_P(oam_block, quiesce_waits_for_blocked_handlers) {
         EXPECT_EQ(late.value(), 1u) << "quiesce() missed a message a resumed handler sent";
         EXPECT_EQ(am::optimistic_stats(ctx).live, 0u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 struct end_board {
@@ -489,7 +433,7 @@ struct end_board {
 TEST_P(oam_block, end_of_run_waits_for_blocked_handlers) {
     am_test::shared<end_board> b;
     end_board* board = &*b;
-    const int rc = run([board](am::context& ctx) {
+    run_ok([board](am::context& ctx) {
         auto slow = am::optimistic_handler(ctx, [board](am::token& t) {
             am::context& c = t.ctx();
             const auto until = steady_clock::now() + std::chrono::milliseconds(50);
@@ -499,14 +443,13 @@ TEST_P(oam_block, end_of_run_waits_for_blocked_handlers) {
         ctx.barrier();
         ctx.request(right_of(ctx), slow);
     });
-    ASSERT_EQ(rc, 0);
     EXPECT_EQ(b->finished.load(), static_cast<int>(visible_ranks().size()));
 }
 
 // A reply works before the handler blocks and throws errc::bad_reply after it; a request to
 // the source (taken before blocking) answers instead.
 TEST_P(oam_block, token_until_first_block) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::counter answers(ctx);
         std::atomic<int> sum{0};
         std::atomic<bool> go{false};
@@ -525,13 +468,11 @@ TEST_P(oam_block, token_until_first_block) {
         ctx.request(right_of(ctx), ask);
         wait_blocked(ctx, 1, "the asking handler");
         go = true;
-        wait_until(
-            ctx, [&] { return answers.test(2); }, "both answers");
+        wait_count(ctx, answers, 2, "both answers");
         ctx.quiesce();
         EXPECT_EQ(sum.load(), 11);
         EXPECT_EQ(answers.value(), 2u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(oam_block, am_test::all_params());

@@ -14,10 +14,9 @@
 
 namespace {
 
-using am_oam_test::gained;
-using am_oam_test::wait_until;
+using namespace am_oam_test;
 
-class oam_contention : public am_test::spmd_test {};
+class oam_contention : public oam_test {};
 
 constexpr std::uint64_t window = 32;
 
@@ -84,11 +83,9 @@ void contend(am::context& ctx, std::uint64_t total) {
         ctx.request(static_cast<int>((static_cast<std::uint64_t>(me) + i) % un), h,
                     contention_value_of(me, i));
     }
-    wait_until(
-        ctx, [&] { return acked.test(mine); }, "acknowledgements", 60);
+    wait_count(ctx, acked, mine, "acknowledgements", 60);
     const expected want = expected_for(me, n, sends_of);
-    wait_until(
-        ctx, [&] { return handled.test(want.count); }, "the contending handlers", 60);
+    wait_count(ctx, handled, want.count, "the contending handlers", 60);
     {
         std::lock_guard<am::mutex> g(m);
         EXPECT_EQ(count, want.count) << "updates under the mutex were lost";
@@ -108,7 +105,7 @@ void contend(am::context& ctx, std::uint64_t total) {
 }
 
 std::uint64_t handlers_in_job() {
-    return am_oam_test::env_count("AM_OAM_TEST_HANDLERS", 100000);
+    return env_count("AM_OAM_TEST_HANDLERS", 100000);
 }
 
 TEST_P(oam_contention, one_mutex) {
@@ -118,8 +115,7 @@ TEST_P(oam_contention, one_mutex) {
 
 TEST_P(oam_contention, one_mutex_progress_thread) {
     const std::uint64_t total = handlers_in_job() / 10;
-    ASSERT_EQ(run([total](am::context& ctx) { contend(ctx, total); }, am_oam_test::progress_thread),
-              0);
+    ASSERT_EQ(run([total](am::context& ctx) { contend(ctx, total); }, progress_thread), 0);
 }
 
 AM_INSTANTIATE(oam_contention, am_test::all_params());

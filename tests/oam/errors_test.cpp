@@ -14,17 +14,14 @@
 
 namespace {
 
-using am_oam_test::right_of;
-using am_oam_test::wait_blocked;
-using am_oam_test::wait_until;
-using am_test::expect_error;
+using namespace am_oam_test;
 
-class oam_errors : public am_test::spmd_test {};
+class oam_errors : public oam_test {};
 // Tests of a job that fails: they read every rank's report from the test process.
-class oam_failure : public am_test::spmd_test {};
+class oam_failure : public oam_test {};
 
 TEST_P(oam_errors, plain_handler_must_not_block) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::mutex held(ctx), free_m(ctx);
         am::condition_variable cv;
         am::promise<int> pending(ctx), done_p(ctx);
@@ -57,20 +54,18 @@ TEST_P(oam_errors, plain_handler_must_not_block) {
         held.lock();
         ctx.barrier();
         ctx.request(right_of(ctx), plain);
-        wait_until(
-            ctx, [&] { return done.test(1); }, "the plain handler");
+        wait_count(ctx, done, 1, "the plain handler");
         held.unlock();
         EXPECT_EQ(checks.load(), 1);
         pending.set_value(1);
         EXPECT_EQ(not_ready.get(), 1);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // get() of a future that is not ready, in a plain handler: refused, the future still valid.
 TEST_P(oam_errors, plain_handler_future_get) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::promise<int> p(ctx);
         am::future<int> f = p.get_future();
         am::counter done(ctx);
@@ -81,19 +76,17 @@ TEST_P(oam_errors, plain_handler_future_get) {
         });
         ctx.barrier();
         ctx.request(ctx.rank(), plain);
-        wait_until(
-            ctx, [&] { return done.test(1); }, "the plain handler");
+        wait_count(ctx, done, 1, "the plain handler");
         p.set_value(2);
         EXPECT_EQ(f.get(), 2);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // Locking the mutex a handler holds, from that handler: at once, and after it had to wait for
 // the mutex (it is a thread by then).
 TEST_P(oam_errors, lock_twice_in_handler) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::mutex m(ctx);
         am::counter done(ctx);
         std::atomic<int> refused{0};
@@ -109,23 +102,20 @@ TEST_P(oam_errors, lock_twice_in_handler) {
         });
         ctx.barrier();
         ctx.request(right_of(ctx), twice);
-        wait_until(
-            ctx, [&] { return done.test(1); }, "the handler");
+        wait_count(ctx, done, 1, "the handler");
         m.lock();
         ctx.barrier();  // every rank holds its mutex
         ctx.request(right_of(ctx), twice);
         wait_blocked(ctx, 1, "on the mutex");
         m.unlock();
-        wait_until(
-            ctx, [&] { return done.test(2); }, "the handler after waiting");
+        wait_count(ctx, done, 2, "the handler after waiting");
         EXPECT_EQ(refused.load(), 2);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_errors, collectives_in_optimistic_handler) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::counter done(ctx);
         auto h = am::optimistic_handler(ctx, [&](am::token&) {
             expect_error([&] { ctx.barrier(); }, am::errc::bad_context, {"am::context::barrier"});
@@ -134,17 +124,15 @@ TEST_P(oam_errors, collectives_in_optimistic_handler) {
         });
         ctx.barrier();
         ctx.request(right_of(ctx), h);
-        wait_until(
-            ctx, [&] { return done.test(1); }, "the handler");
+        wait_count(ctx, done, 1, "the handler");
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // Exactly config::oam_max_threads handlers blocked at once: fine.
 TEST_P(oam_errors, thread_limit_reached) {
     constexpr int limit = 4;
-    const int rc = run(
+    run_ok(
         [](am::context& ctx) {
             am::mutex m(ctx);
             am::counter done(ctx);
@@ -158,8 +146,7 @@ TEST_P(oam_errors, thread_limit_reached) {
             for (int i = 0; i < limit; ++i) ctx.request(right_of(ctx), h);
             wait_blocked(ctx, limit, "up to the limit");
             m.unlock();
-            wait_until(
-                ctx, [&] { return done.test(limit); }, "the handlers");
+            wait_count(ctx, done, limit, "the handlers");
             ctx.quiesce();
             const am::oam_stats s = am::optimistic_stats(ctx);
             EXPECT_EQ(s.peak_live, std::uint64_t{limit});
@@ -167,7 +154,6 @@ TEST_P(oam_errors, thread_limit_reached) {
             EXPECT_EQ(s.live, 0u);
         },
         [](am::config& cfg) { cfg.oam_max_threads = limit; });
-    ASSERT_EQ(rc, 0);
 }
 
 struct limit_board {

@@ -16,13 +16,9 @@
 
 namespace {
 
-using am_oam_test::gained;
-using am_oam_test::left_of;
-using am_oam_test::right_of;
-using am_oam_test::wait_until;
-using am_test::expect_error;
+using namespace am_oam_test;
 
-class oam_future : public am_test::spmd_test {};
+class oam_future : public oam_test {};
 
 std::uint64_t add_rank(am::context& ctx, std::uint64_t x) {
     return x + static_cast<std::uint64_t>(ctx.rank());
@@ -42,7 +38,7 @@ void expect_throw(F&& f, const std::string& text) {
 }
 
 TEST_P(oam_future, set_and_get) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         const int me = ctx.rank();
         am::promise<int> p(ctx);
         am::future<int> f = p.get_future();
@@ -88,11 +84,10 @@ TEST_P(oam_future, set_and_get) {
         c.set_value(1);  // the new state is usable
         EXPECT_EQ(c.get_future().get(), 1);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_future, misuse) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::promise<int> p(ctx);
         am::future<int> f = p.get_future();
         expect_error([&] { (void)p.get_future(); }, am::errc::invalid_argument,
@@ -115,11 +110,10 @@ TEST_P(oam_future, misuse) {
         expect_error([&] { (void)am::when_all(ctx, with_invalid); }, am::errc::invalid_argument,
                      {"am::when_all"});
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_future, exceptions_and_broken_promises) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::promise<int> p(ctx);
         am::future<int> f = p.get_future();
         p.set_exception(std::make_exception_ptr(std::out_of_range("nope 5")));
@@ -142,7 +136,6 @@ TEST_P(oam_future, exceptions_and_broken_promises) {
         }
         expect_error([&] { v.get(); }, am::errc::broken_promise, {});
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // Rank code waits (get, wait) for values set by handlers of messages from the left neighbour.
@@ -163,8 +156,7 @@ void waits_from_rank_code(am::context& ctx) {
     EXPECT_TRUE(g.ready());
     EXPECT_EQ(g.get(), "from " + std::to_string(from));
     // RPC results from several ranks, waited for one by one.
-    am::rpc_register<&add_rank>(ctx);
-    ctx.barrier();
+    register_rpcs<&add_rank>(ctx);
     const int n = ctx.size(), k_max = n < 8 ? n : 8;
     std::vector<am::future<std::uint64_t>> calls;
     for (int k = 0; k < k_max; ++k) {
@@ -177,18 +169,11 @@ void waits_from_rank_code(am::context& ctx) {
     ctx.quiesce();
 }
 
-TEST_P(oam_future, waits_from_rank_code) {
-    ASSERT_EQ(run(waits_from_rank_code), 0);
-}
-
-TEST_P(oam_future, waits_from_rank_code_progress_thread) {
-    ASSERT_EQ(run(waits_from_rank_code, am_oam_test::progress_thread), 0);
-}
+AM_OAM_TEST_BOTH(oam_future, waits_from_rank_code, waits_from_rank_code)
 
 void then_chains(am::context& ctx) {
     const int me = ctx.rank(), n = ctx.size();
-    am::rpc_register<&add_rank>(ctx);
-    ctx.barrier();
+    register_rpcs<&add_rank>(ctx);
 
     am::promise<int> p(ctx);
     am::future<std::string> f = p.get_future()
@@ -242,16 +227,10 @@ void then_chains(am::context& ctx) {
     ctx.quiesce();
 }
 
-TEST_P(oam_future, then_chains) {
-    ASSERT_EQ(run(then_chains), 0);
-}
-
-TEST_P(oam_future, then_chains_progress_thread) {
-    ASSERT_EQ(run(then_chains, am_oam_test::progress_thread), 0);
-}
+AM_OAM_TEST_BOTH(oam_future, then_chains, then_chains)
 
 TEST_P(oam_future, when_all_vector) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         const int me = ctx.rank(), n = ctx.size();
         std::vector<am::promise<int>> ps;
         for (int i = 0; i < 5; ++i) ps.emplace_back(ctx);
@@ -290,8 +269,7 @@ TEST_P(oam_future, when_all_vector) {
         expect_throw<std::runtime_error>([&] { (void)eall.get(); }, "second");
 
         // RPC results from up to 8 ranks.
-        am::rpc_register<&add_rank>(ctx);
-        ctx.barrier();
+        register_rpcs<&add_rank>(ctx);
         const int k_max = n < 8 ? n : 8;
         std::vector<am::future<std::uint64_t>> calls;
         for (int k = 0; k < k_max; ++k) {
@@ -305,11 +283,10 @@ TEST_P(oam_future, when_all_vector) {
         }
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_future, when_all_variadic) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         const int me = ctx.rank();
         am::promise<int> a(ctx);
         am::promise<std::string> b(ctx);
@@ -343,8 +320,7 @@ TEST_P(oam_future, when_all_variadic) {
         expect_throw<std::logic_error>([&] { (void)eall.get(); }, "second of two");
 
         // RPCs to two ranks.
-        am::rpc_register<&add_rank>(ctx);
-        ctx.barrier();
+        register_rpcs<&add_rank>(ctx);
         const int r = right_of(ctx);
         am::future<std::uint64_t> r1 = am::rpc<&add_rank>(ctx, r, std::uint64_t{1});
         am::future<std::uint64_t> r2 = am::rpc<&add_rank>(ctx, me, std::uint64_t{2});
@@ -353,11 +329,10 @@ TEST_P(oam_future, when_all_variadic) {
         EXPECT_EQ(v2, static_cast<std::uint64_t>(2 + me));
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_future, make_ready_future) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         auto f = am::make_ready_future(ctx, 3);
         static_assert(std::is_same_v<decltype(f), am::future<int>>);
         EXPECT_TRUE(f.ready());
@@ -369,7 +344,6 @@ TEST_P(oam_future, make_ready_future) {
         EXPECT_EQ(g.get(), text);
         expect_error([&] { (void)g.get(); }, am::errc::invalid_argument, {"am::future::get"});
     });
-    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(oam_future, am_test::all_params());

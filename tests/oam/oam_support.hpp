@@ -13,8 +13,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace am_oam_test {
+
+using am_test::expect_error;
 
 inline int right_of(const am::context& ctx) {
     return (ctx.rank() + 1) % ctx.size();
@@ -23,10 +26,39 @@ inline int left_of(const am::context& ctx) {
     return (ctx.rank() + ctx.size() - 1) % ctx.size();
 }
 
+/// Fixture of the oam tests (the transport and rank count are the parameter).
+class oam_test : public am_test::spmd_test {
+  protected:
+    /// Runs rank code `fn` on every rank of a job that must succeed.
+    void run_ok(const am_test::rank_fn& fn, const am_test::tweak_fn& tweak = {}) const {
+        ASSERT_EQ(run(fn, tweak), 0);
+    }
+};
+
 /// The tweak of the progress-thread variants.
 inline void progress_thread(am::config& cfg) {
     cfg.progress_thread = true;
 }
+
+/// The tweak of a test's variant: `tweak` (if any), then a progress thread if `on`, else none.
+inline am_test::tweak_fn progress_thread_if(bool on, am_test::tweak_fn tweak = {}) {
+    return [on, tweak = std::move(tweak)](am::config& cfg) {
+        if (tweak) tweak(cfg);
+        cfg.progress_thread = on;
+    };
+}
+
+/// Defines TEST_P(fixture, name), which runs rank code `fn` on every rank without a progress
+/// thread, and TEST_P(fixture, name_progress_thread), which runs it with one; `...`: a tweak of
+/// the configuration both apply first (optional).
+#define AM_OAM_TEST_BOTH(fixture, name, fn, ...)                                                   \
+    TEST_P(fixture, name) {                                                                        \
+        ASSERT_EQ(run(fn, ::am_oam_test::progress_thread_if(false __VA_OPT__(, ) __VA_ARGS__)),    \
+                  0);                                                                              \
+    }                                                                                              \
+    TEST_P(fixture, name##_progress_thread) {                                                      \
+        ASSERT_EQ(run(fn, ::am_oam_test::progress_thread_if(true __VA_OPT__(, ) __VA_ARGS__)), 0); \
+    }
 
 /// Rank code: polls until `pred()` holds; after `seconds` the job is aborted naming `what` (a
 /// blocked handler that never resumes would otherwise hang the test until CTest kills it).
@@ -41,6 +73,21 @@ void wait_until(am::context& ctx, Pred pred, const std::string& what, double sec
         ctx.abort("am_oam_test: rank " + std::to_string(ctx.rank()) + " timed out waiting for " +
                   what);
     }
+}
+
+/// Rank code: registers the remote functions `Fns` (the same on every rank), then waits at a
+/// barrier, so that no rank calls one before every rank has registered it.
+template <auto... Fns>
+void register_rpcs(am::context& ctx) {
+    ((void)am::rpc_register<Fns>(ctx), ...);
+    ctx.barrier();
+}
+
+/// Rank code: waits until counter `c` has reached `n` (bounded as wait_until).
+inline void wait_count(am::context& ctx, const am::counter& c, std::uint64_t n,
+                       const std::string& what, double seconds = 20) {
+    wait_until(
+        ctx, [&] { return c.test(n); }, what, seconds);
 }
 
 /// Rank code: waits until `n` optimistic handlers of this rank are blocked at once.

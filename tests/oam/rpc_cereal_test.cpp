@@ -51,7 +51,7 @@ class account {
 
 namespace {
 
-class oam_rpc_cereal : public am_test::spmd_test {};
+class oam_rpc_cereal : public am_oam_test::oam_test {};
 
 particle rpc_move_particle(am::context& ctx, particle p, double dx) {
     for (double& x : p.pos) x += dx;
@@ -67,11 +67,8 @@ account rpc_deposit(account a, std::int64_t cents) {
 }
 
 TEST_P(oam_rpc_cereal, user_types) {
-    const int rc = run([](am::context& ctx) {
-        am::rpc_register<&rpc_move_particle>(ctx);
-        am::rpc_register<&rpc_clone>(ctx);
-        am::rpc_register<&rpc_deposit>(ctx);
-        ctx.barrier();
+    run_ok([](am::context& ctx) {
+        am_oam_test::register_rpcs<&rpc_move_particle, &rpc_clone, &rpc_deposit>(ctx);
         const int r = am_oam_test::right_of(ctx);
         const particle p{"p" + std::to_string(ctx.rank()), {1.0, 2.0, 3.0}, {{"spin", 1}}};
         const particle moved = am::rpc<&rpc_move_particle>(ctx, r, p, 0.5).get();
@@ -84,7 +81,6 @@ TEST_P(oam_rpc_cereal, user_types) {
         EXPECT_DOUBLE_EQ(a.balance(), 11.75);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(oam_rpc_cereal, am_test::all_params());

@@ -44,13 +44,9 @@ struct am::serializer<shape> {
 
 namespace {
 
-using am_oam_test::gained;
-using am_oam_test::left_of;
-using am_oam_test::right_of;
-using am_oam_test::wait_until;
-using am_test::expect_error;
+using namespace am_oam_test;
 
-class oam_rpc : public am_test::spmd_test {};
+class oam_rpc : public oam_test {};
 
 std::uint64_t rank_u(const am::context& ctx) {
     return static_cast<std::uint64_t>(ctx.rank());
@@ -224,18 +220,8 @@ std::vector<int> targets_of(const am::context& ctx) {
 // ---------------------------------------------------------------------------------- tests
 
 void scalars(am::context& ctx) {
-    am::rpc_register<&rpc_seven>(ctx);
-    am::rpc_register<&rpc_nothing>(ctx);
-    am::rpc_register<&rpc_rank_of>(ctx);
-    am::rpc_register<&rpc_mix>(ctx);
-    am::rpc_register<&rpc_scale>(ctx);
-    am::rpc_register<&rpc_negate>(ctx);
-    am::rpc_register<&rpc_is_even>(ctx);
-    am::rpc_register<&rpc_swap>(ctx);
-    am::rpc_register<&rpc_rotate>(ctx);
-    am::rpc_register<&rpc_fifteen>(ctx);
-    am::rpc_register<&rpc_sixteen>(ctx);
-    ctx.barrier();
+    register_rpcs<&rpc_seven, &rpc_nothing, &rpc_rank_of, &rpc_mix, &rpc_scale, &rpc_negate,
+                  &rpc_is_even, &rpc_swap, &rpc_rotate, &rpc_fifteen, &rpc_sixteen>(ctx);
     const std::uint64_t me = rank_u(ctx);
     for (int t : targets_of(ctx)) {
         const auto tu = static_cast<std::uint64_t>(t);
@@ -276,22 +262,11 @@ void scalars(am::context& ctx) {
     ctx.quiesce();
 }
 
-TEST_P(oam_rpc, scalar_arguments_and_results) {
-    ASSERT_EQ(run(scalars), 0);
-}
-
-TEST_P(oam_rpc, scalar_arguments_and_results_progress_thread) {
-    ASSERT_EQ(run(scalars, am_oam_test::progress_thread), 0);
-}
+AM_OAM_TEST_BOTH(oam_rpc, scalar_arguments_and_results, scalars)
 
 TEST_P(oam_rpc, strings_and_vectors) {
-    const int rc = run([](am::context& ctx) {
-        am::rpc_register<&rpc_greet>(ctx);
-        am::rpc_register<&rpc_repeat>(ctx);
-        am::rpc_register<&rpc_reverse>(ctx);
-        am::rpc_register<&rpc_words>(ctx);
-        am::rpc_register<&rpc_join>(ctx);
-        ctx.barrier();
+    run_ok([](am::context& ctx) {
+        register_rpcs<&rpc_greet, &rpc_repeat, &rpc_reverse, &rpc_words, &rpc_join>(ctx);
         for (int t : targets_of(ctx)) {
             const std::string rt = std::to_string(t);
             EXPECT_EQ(am::rpc<&rpc_greet>(ctx, t, std::string("you")).get(),
@@ -315,14 +290,11 @@ TEST_P(oam_rpc, strings_and_vectors) {
         }
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, span_parameters) {
-    const int rc = run([](am::context& ctx) {
-        am::rpc_register<&rpc_span_sum>(ctx);
-        am::rpc_register<&rpc_spans>(ctx);
-        ctx.barrier();
+    run_ok([](am::context& ctx) {
+        register_rpcs<&rpc_span_sum, &rpc_spans>(ctx);
         std::vector<std::uint64_t> v(1000);
         std::iota(v.begin(), v.end(), rank_u(ctx));
         const std::uint64_t want = std::accumulate(v.begin(), v.end(), std::uint64_t{0});
@@ -343,13 +315,11 @@ TEST_P(oam_rpc, span_parameters) {
         }
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, user_type_serializer) {
-    const int rc = run([](am::context& ctx) {
-        am::rpc_register<&rpc_grow>(ctx);
-        ctx.barrier();
+    run_ok([](am::context& ctx) {
+        register_rpcs<&rpc_grow>(ctx);
         const shape s{"tri" + std::to_string(ctx.rank()), {1.0, -2.5, 3.25}, 3};
         for (int t : targets_of(ctx)) {
             const shape got = am::rpc<&rpc_grow>(ctx, t, s).get();
@@ -357,11 +327,10 @@ TEST_P(oam_rpc, user_type_serializer) {
         }
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, registered_lambdas) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         const int me = ctx.rank(), from = left_of(ctx);
         std::atomic<int> calls{0};
         am::counter ff(ctx);
@@ -387,8 +356,7 @@ TEST_P(oam_rpc, registered_lambdas) {
         EXPECT_EQ(am::rpc(ctx, r, where, std::uint64_t{10}).get(), 10u + static_cast<unsigned>(r));
         for (int k = 0; k < 5; ++k)
             am::rpc_ff(ctx, r, count_ff, static_cast<std::uint64_t>(me + 1));
-        wait_until(
-            ctx, [&] { return ff.test(5); }, "fire-and-forget calls");
+        wait_count(ctx, ff, 5, "fire-and-forget calls");
         EXPECT_EQ(ff_total.load(), 5u * static_cast<unsigned>(from + 1));
         ctx.barrier();  // every rank has read ff_total
         am::rpc(ctx, r, void_result, std::string("four")).get();
@@ -396,18 +364,15 @@ TEST_P(oam_rpc, registered_lambdas) {
         EXPECT_EQ(calls.load(), 1);
         EXPECT_EQ(ff_total.load(), 5u * static_cast<unsigned>(from + 1) + 4u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, fire_and_forget) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         const auto me = static_cast<std::size_t>(ctx.rank());
         const auto from = static_cast<std::uint64_t>(left_of(ctx));
         ff_sum[me] = 0;
         ff_calls[me] = 0;
-        am::rpc_register<&rpc_ff_add>(ctx);
-        am::rpc_register<&rpc_ff_text>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_ff_add, &rpc_ff_text>(ctx);
         const int r = right_of(ctx);
         for (std::uint64_t k = 0; k < 10; ++k) am::rpc_ff<&rpc_ff_add>(ctx, r, me * 100 + k);
         am::rpc_ff<&rpc_ff_text>(ctx, r, std::string(1000 + me, 'z'));
@@ -417,7 +382,6 @@ TEST_P(oam_rpc, fire_and_forget) {
         ctx.quiesce();
         EXPECT_EQ(ff_calls[me].load(), 11u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // A chain of calls around every rank (64 hops on threads np64), each hop waiting for the next.
@@ -447,19 +411,15 @@ TEST_P(oam_rpc, nested_chain_around_all_ranks) {
 }
 
 TEST_P(oam_rpc, nested_chain_around_all_ranks_progress_thread) {
-    ASSERT_EQ(run([](am::context& ctx) { ring_chain(ctx, false); }, am_oam_test::progress_thread),
-              0);
+    ASSERT_EQ(run([](am::context& ctx) { ring_chain(ctx, false); }, progress_thread), 0);
 }
 
 // A (string) calls B (vector) on the next rank, which calls C on the rank after that for each
 // element at once and waits for all of them.
 TEST_P(oam_rpc, nested_a_b_c) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         const int n = ctx.size(), me = ctx.rank();
-        am::rpc_register<&rpc_a>(ctx);
-        am::rpc_register<&rpc_b>(ctx);
-        am::rpc_register<&rpc_c>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_a, &rpc_b, &rpc_c>(ctx);
         const std::string s = "abc" + std::to_string(me);
         const int ra = right_of(ctx), rc_rank = (me + 3) % n;
         std::string want = std::to_string(ra);
@@ -470,17 +430,11 @@ TEST_P(oam_rpc, nested_a_b_c) {
         EXPECT_EQ(am::rpc<&rpc_a>(ctx, ra, s).get(), want);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, remote_exceptions) {
-    const int rc = run([](am::context& ctx) {
-        am::rpc_register<&rpc_fail>(ctx);
-        am::rpc_register<&rpc_fail_void>(ctx);
-        am::rpc_register<&rpc_fail_am>(ctx);
-        am::rpc_register<&rpc_fail_nested>(ctx);
-        am::rpc_register<&rpc_seven>(ctx);
-        ctx.barrier();
+    run_ok([](am::context& ctx) {
+        register_rpcs<&rpc_fail, &rpc_fail_void, &rpc_fail_am, &rpc_fail_nested, &rpc_seven>(ctx);
         const int r = right_of(ctx);
         const std::string rank_r = "rank " + std::to_string(r);
         auto f = am::rpc<&rpc_fail>(ctx, r, 17);
@@ -502,11 +456,10 @@ TEST_P(oam_rpc, remote_exceptions) {
         EXPECT_EQ(am::rpc<&rpc_seven>(ctx, r).get(), 7);
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, unregistered_function) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         am::counter got(ctx);
         auto counted = am::rpc_register(ctx, [&](int) {
             got.add();
@@ -524,11 +477,10 @@ TEST_P(oam_rpc, unregistered_function) {
         ctx.quiesce();
         EXPECT_EQ(got.value(), 1u) << "a refused call was sent";
     });
-    ASSERT_EQ(rc, 0);
 }
 
 TEST_P(oam_rpc, arguments_too_large) {
-    const int rc = run([](am::context& ctx) {
+    run_ok([](am::context& ctx) {
         std::atomic<int> served{0};
         am::rpc_register<&rpc_size_of>(ctx);
         auto counted = am::rpc_register(ctx, [&](std::string s) {
@@ -560,21 +512,18 @@ TEST_P(oam_rpc, arguments_too_large) {
                      am::errc::too_large, {limit});
         EXPECT_EQ(am::rpc(ctx, r, counted, std::string(10, 's')).get(), 10u);
         ctx.request(ctx.rank(), from_handler);
-        wait_until(
-            ctx, [&] { return in_handler.test(1); }, "the handler's refused call");
+        wait_count(ctx, in_handler, 1, "the handler's refused call");
         EXPECT_EQ(handler_refused.load(), 1);
         ctx.quiesce();
         EXPECT_EQ(served.load(), 1) << "a refused call was sent";
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // A result over max_medium() cannot travel back: get() throws errc::remote naming the limit;
 // the call after it works.
 TEST_P(oam_rpc, result_too_large) {
-    const int rc = run([](am::context& ctx) {
-        am::rpc_register<&rpc_repeat>(ctx);
-        ctx.barrier();
+    run_ok([](am::context& ctx) {
+        register_rpcs<&rpc_repeat>(ctx);
         const int r = right_of(ctx);
         const std::size_t max = ctx.max_medium();
         const auto times = static_cast<std::uint32_t>(max / 10 + 1);
@@ -596,7 +545,6 @@ TEST_P(oam_rpc, result_too_large) {
         EXPECT_EQ(am::rpc<&rpc_repeat>(ctx, r, std::string("ab"), 2u).get(), "abab");
         ctx.quiesce();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // Nested calls that fail deep down (a ping-pong between ranks 0 and 1 stopped by
@@ -606,10 +554,9 @@ TEST_P(oam_rpc, result_too_large) {
 // threw:".
 TEST_P(oam_rpc, nested_failure_keeps_innermost_cause) {
     constexpr std::size_t limit = 400;
-    const int rc = run(
+    run_ok(
         [](am::context& ctx) {
-            am::rpc_register<&rpc_pingpong>(ctx);
-            ctx.barrier();
+            register_rpcs<&rpc_pingpong>(ctx);
             if (ctx.rank() == 0) {
                 try {
                     (void)am::rpc<&rpc_pingpong>(ctx, ctx.size() > 1 ? 1 : 0, 0u).get();
@@ -633,12 +580,11 @@ TEST_P(oam_rpc, nested_failure_keeps_innermost_cause) {
             ctx.quiesce();
         },
         [](am::config& cfg) { cfg.oam_max_threads = limit; });
-    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(oam_rpc, am_test::all_params());
 
-class oam_rpc_failure : public am_test::spmd_test {};
+class oam_rpc_failure : public oam_test {};
 
 void rpc_ff_throws(am::context& ctx, int code) {
     throw std::runtime_error("fire-and-forget failure " + std::to_string(code) + " on rank " +
@@ -650,8 +596,7 @@ void rpc_ff_throws(am::context& ctx, int code) {
 TEST_P(oam_rpc_failure, fire_and_forget_exception_fails_job) {
     ::testing::internal::CaptureStderr();
     const int rc = run([](am::context& ctx) {
-        am::rpc_register<&rpc_ff_throws>(ctx);
-        ctx.barrier();
+        register_rpcs<&rpc_ff_throws>(ctx);
         if (ctx.rank() == 0) am::rpc_ff<&rpc_ff_throws>(ctx, ctx.size() - 1, 42);
         am::counter never(ctx);
         never.wait(1);

@@ -112,10 +112,7 @@ void expect_failed_run(const tam_test& t, const std::function<program(int rank)>
 /// victim's thread 0 runs `body`. The root's inlet 1 posts its thread 1 (`root_t1`).
 program with_victim(am::tam::thread_fn body, am::tam::thread_fn root_t1, unsigned victim_slots = 2,
                     unsigned victim_threads = 2) {
-    program prog;
-    codeblock_def root;
-    root.name = "err_root";
-    root.slots = 2;
+    codeblock_def root = codeblock("err_root", 2);
     root.threads = {
         {[](frame& f) { f.call(1, last_rank(f), 0, {f.self().as_word()}); }, 1, "t0"},
         {root_t1, 1, "t1"},
@@ -127,9 +124,7 @@ program with_victim(am::tam::thread_fn body, am::tam::thread_fn root_t1, unsigne
             f.post(1);
         },
     };
-    codeblock_def victim;
-    victim.name = "victim";
-    victim.slots = victim_slots;
+    codeblock_def victim = codeblock("victim", victim_slots);
     victim.threads.push_back({body, 1, "body"});
     for (unsigned i = 1; i < victim_threads; ++i) victim.threads.push_back({[](frame&) {}});
     victim.inlets = {
@@ -139,88 +134,65 @@ program with_victim(am::tam::thread_fn body, am::tam::thread_fn root_t1, unsigne
         },
         [](frame&, std::span<const word>) {},
     };
-    prog.add(std::move(root));
-    prog.add(std::move(victim));
-    return prog;
+    return program_of(std::move(root), std::move(victim));
 }
 
 void nothing(frame&) {}
 
+/// A with_victim program whose victim runs `body` (and the root's thread 1 `root_t1`) fails on
+/// the last rank, the error containing `what` and naming the victim's codeblock and rank.
+void expect_victim_fails(const tam_test& t, policy p, const std::string& what,
+                         am::tam::thread_fn body, am::tam::thread_fn root_t1 = nothing) {
+    expect_failed_run(t, [body, root_t1](int) { return with_victim(body, root_t1); }, {}, p,
+                      {{what, "(codeblock 'victim') on rank @last"}, on_last});
+}
+
 // The victim says hello and releases its frame; the root then sends to its inlet 1.
 TAM_TEST_P(tam_errors, send_to_released_frame) {
-    expect_failed_run(t,
-                      [](int) {
-                          return with_victim(
-                              [](frame& f) {
-                                  f.send(frame_ref::from(f.slot(0)), 1, {f.self().as_word()});
-                                  f.release();
-                              },
-                              [](frame& f) { f.send(frame_ref::from(f.slot(0)), 1, {}); });
-                      },
-                      {}, p, {{"released", "(codeblock 'victim') on rank @last"}, on_last});
+    expect_victim_fails(
+        t, p, "released",
+        [](frame& f) {
+            f.send(frame_ref::from(f.slot(0)), 1, {f.self().as_word()});
+            f.release();
+        },
+        [](frame& f) { f.send(frame_ref::from(f.slot(0)), 1, {}); });
 }
 
 TAM_TEST_P(tam_errors, fork_after_release) {
-    expect_failed_run(t,
-                      [](int) {
-                          return with_victim(
-                              [](frame& f) {
-                                  f.release();
-                                  f.fork(1);
-                              },
-                              nothing);
-                      },
-                      {}, p, {{"released", "(codeblock 'victim') on rank @last"}, on_last});
+    expect_victim_fails(t, p, "released", [](frame& f) {
+        f.release();
+        f.fork(1);
+    });
 }
 
 TAM_TEST_P(tam_errors, set_count_after_release) {
-    expect_failed_run(t,
-                      [](int) {
-                          return with_victim(
-                              [](frame& f) {
-                                  f.release();
-                                  f.set_count(1, 2);
-                              },
-                              nothing);
-                      },
-                      {}, p, {{"released", "(codeblock 'victim') on rank @last"}, on_last});
+    expect_victim_fails(t, p, "released", [](frame& f) {
+        f.release();
+        f.set_count(1, 2);
+    });
 }
 
 // Released while one of its threads is enabled: that thread would run on a released frame.
 TAM_TEST_P(tam_errors, release_with_enabled_thread) {
-    expect_failed_run(t,
-                      [](int) {
-                          return with_victim(
-                              [](frame& f) {
-                                  f.fork(1);
-                                  f.release();
-                              },
-                              nothing);
-                      },
-                      {}, p, {{"released while", "(codeblock 'victim') on rank @last"}, on_last});
+    expect_victim_fails(t, p, "released while", [](frame& f) {
+        f.fork(1);
+        f.release();
+    });
 }
 
 TAM_TEST_P(tam_errors, release_twice) {
-    expect_failed_run(t,
-                      [](int) {
-                          return with_victim(
-                              [](frame& f) {
-                                  f.release();
-                                  f.release();
-                              },
-                              nothing);
-                      },
-                      {}, p, {{"released", "(codeblock 'victim') on rank @last"}, on_last});
+    expect_victim_fails(t, p, "released", [](frame& f) {
+        f.release();
+        f.release();
+    });
 }
 
 TAM_TEST_P(tam_errors, thread_index_out_of_range) {
-    expect_failed_run(t, [](int) { return with_victim([](frame& f) { f.fork(9); }, nothing); }, {},
-                      p, {{"thread 9", "(codeblock 'victim') on rank @last"}, on_last});
+    expect_victim_fails(t, p, "thread 9", [](frame& f) { f.fork(9); });
 }
 
 TAM_TEST_P(tam_errors, slot_out_of_range) {
-    expect_failed_run(t, [](int) { return with_victim([](frame& f) { f.slot(2) = 1; }, nothing); },
-                      {}, p, {{"slot 2", "(codeblock 'victim') on rank @last"}, on_last});
+    expect_victim_fails(t, p, "slot 2", [](frame& f) { f.slot(2) = 1; });
 }
 
 // The victim sends to inlet 5 of the root (2 inlets), on rank 0.
@@ -234,24 +206,13 @@ TAM_TEST_P(tam_errors, inlet_index_out_of_range) {
 }
 
 TAM_TEST_P(tam_errors, too_many_args_in_send) {
-    expect_failed_run(t,
-                      [](int) {
-                          return with_victim(
-                              [](frame& f) {
-                                  f.send(frame_ref::from(f.slot(0)), 1, {1, 2, 3, 4, 5});
-                              },
-                              nothing);
-                      },
-                      {}, p, {{"at most 4", "(codeblock 'victim') on rank @last"}, on_last});
+    expect_victim_fails(t, p, "at most 4", [](frame& f) {
+        f.send(frame_ref::from(f.slot(0)), 1, {1, 2, 3, 4, 5});
+    });
 }
 
 TAM_TEST_P(tam_errors, too_many_args_in_call) {
-    expect_failed_run(
-        t,
-        [](int) {
-            return with_victim([](frame& f) { f.call(0, 0, 0, {1, 2, 3, 4, 5}); }, nothing);
-        },
-        {}, p, {{"at most 4", "(codeblock 'victim') on rank @last"}, on_last});
+    expect_victim_fails(t, p, "at most 4", [](frame& f) { f.call(0, 0, 0, {1, 2, 3, 4, 5}); });
 }
 
 TAM_TEST_P(tam_errors, too_many_args_in_run) {
@@ -265,16 +226,11 @@ TAM_TEST_P(tam_errors, element_written_twice) {
     expect_failed_run(
         t,
         [](int) {
-            program prog;
-            codeblock_def root;
-            root.name = "err_root";
-            root.slots = 1;
+            codeblock_def root = codeblock("err_root", 1);
             root.threads = {
                 {[](frame& f) { f.call(1, last_rank(f), 0, {f.ialloc(3).as_word()}); }}};
             root.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
-            codeblock_def writer;
-            writer.name = "writer";
-            writer.slots = 1;
+            codeblock_def writer = codeblock("writer", 1);
             writer.threads = {{[](frame& f) {
                 f.istore(istruct_ref::from(f.slot(0)), 2, 1);
                 f.istore(istruct_ref::from(f.slot(0)), 2, 2);
@@ -283,9 +239,7 @@ TAM_TEST_P(tam_errors, element_written_twice) {
                 f.slot(0) = a[0];
                 f.post(0);
             }};
-            prog.add(std::move(root));
-            prog.add(std::move(writer));
-            return prog;
+            return program_of(std::move(root), std::move(writer));
         },
         {}, p, {{"element 2", "written twice", "(codeblock 'writer') on rank @last"}, 0});
 }
@@ -293,14 +247,10 @@ TAM_TEST_P(tam_errors, element_written_twice) {
 TAM_TEST_P(tam_errors, element_out_of_range) {
     expect_failed_run(t,
                       [](int) {
-                          program prog;
-                          codeblock_def root;
-                          root.name = "err_root";
-                          root.slots = 1;
+                          codeblock_def root = codeblock("err_root", 1);
                           root.threads = {{[](frame& f) { f.istore(f.ialloc(3), 3, 1); }}};
                           root.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
-                          prog.add(std::move(root));
-                          return prog;
+                          return program_of(std::move(root));
                       },
                       {}, p, {{"element 3", "(codeblock 'err_root') on rank 0"}, 0});
 }
@@ -311,19 +261,14 @@ TAM_TEST_P(tam_errors, element_never_written) {
     expect_failed_run(
         t,
         [](int) {
-            program prog;
-            codeblock_def root;
-            root.name = "err_root";
-            root.slots = 1;
+            codeblock_def root = codeblock("err_root", 1);
             root.threads = {{[](frame& f) {
                 const istruct_ref a = f.ialloc(2);
                 f.istore(a, 0, 1);
                 f.call(1, last_rank(f), 0, {a.as_word()});
             }}};
             root.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
-            codeblock_def reader;
-            reader.name = "reader";
-            reader.slots = 1;
+            codeblock_def reader = codeblock("reader", 1);
             reader.threads = {{[](frame& f) { f.ifetch(istruct_ref::from(f.slot(0)), 1, 1); }},
                               {[](frame&) {}}};
             reader.inlets = {[](frame& f, std::span<const word> a) {
@@ -331,9 +276,7 @@ TAM_TEST_P(tam_errors, element_never_written) {
                                  f.post(0);
                              },
                              [](frame& f, std::span<const word>) { f.post(1); }};
-            prog.add(std::move(root));
-            prog.add(std::move(reader));
-            return prog;
+            return program_of(std::move(root), std::move(reader));
         },
         {}, p,
         {{"never", "element 1", "read by frame", "(codeblock 'reader') on rank @last"}, 0, true});
@@ -345,11 +288,10 @@ TAM_TEST_P(tam_errors_multi, different_programs) {
     expect_failed_run(t,
                       [](int rank) {
                           program prog = with_victim(nothing, nothing);
-                          codeblock_def extra;
-                          extra.name = rank == 0 ? "only_on_rank0" : "elsewhere";
+                          codeblock_def extra =
+                              codeblock(rank == 0 ? "only_on_rank0" : "elsewhere");
                           extra.inlets = {[](frame&, std::span<const word>) {}};
-                          prog.add(std::move(extra));
-                          return prog;
+                          return program_of(std::move(extra));
                       },
                       {}, p, {{"am::tam::run", "different programs"}, -1, true});
 }
@@ -376,11 +318,8 @@ AM_INSTANTIATE(tam_errors_multi, am_test::without_mpi(tam_multi_params()));
 // the frame usable. The inlet counts the refusals in slot 0 and posts the thread, which
 // finishes with the count. Thread 1 also checks that finish is refused a second time.
 TAM_TEST_P(tam_refusals, inlet_may_not) {
-    const int rc = t.job([p](am::context& ctx) {
-        program prog;
-        codeblock_def cb;
-        cb.name = "inlet_refusals";
-        cb.slots = 2;
+    t.job_ok([p](am::context& ctx) {
+        codeblock_def cb = codeblock("inlet_refusals", 2);
         cb.threads = {{[](frame& f) { f.finish(f.slot(0)); }}};
         cb.inlets = {[](frame& f, std::span<const word>) {
             word refused = 0;
@@ -399,24 +338,19 @@ TAM_TEST_P(tam_refusals, inlet_may_not) {
             f.slot(0) = refused;
             f.post(0);
         }};
-        prog.add(std::move(cb));
-        const am::tam::result res = am::tam::run(ctx, prog, 0, {}, opts(p));
+        const am::tam::result res = am::tam::run(ctx, program_of(std::move(cb)), 0, {}, opts(p));
         EXPECT_TRUE(res.finished);
         EXPECT_EQ(res.value, 5u) << "refusals counted by the inlet";
         EXPECT_EQ(res.total.frames, 1u) << "a refused call allocated a frame";
         EXPECT_EQ(res.total.released, 0u) << "a refused release released the frame";
         EXPECT_EQ(res.total.inlets, 1u) << "a refused send was delivered";
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // ifetch and istore from an inlet are refused too (the structure comes from a thread).
 TAM_TEST_P(tam_refusals, inlet_may_not_touch_istructures) {
-    const int rc = t.job([p](am::context& ctx) {
-        program prog;
-        codeblock_def cb;
-        cb.name = "inlet_ist_refusals";
-        cb.slots = 2;
+    t.job_ok([p](am::context& ctx) {
+        codeblock_def cb = codeblock("inlet_ist_refusals", 2);
         cb.threads = {
             {[](frame& f) {
                 f.slot(1) = f.ialloc(1).as_word();
@@ -443,28 +377,24 @@ TAM_TEST_P(tam_refusals, inlet_may_not_touch_istructures) {
                 f.post(1);
             },
         };
-        prog.add(std::move(cb));
-        const am::tam::result res = am::tam::run(ctx, prog, 0, {}, opts(p));
+        const am::tam::result res = am::tam::run(ctx, program_of(std::move(cb)), 0, {}, opts(p));
         EXPECT_TRUE(res.finished);
         EXPECT_EQ(res.value, 2u);
         EXPECT_EQ(res.total.stores, 0u);
         EXPECT_EQ(res.total.fetches, 0u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // run's own checks, on every rank before the program starts: options::poll_every 0, a root
 // codeblock out of range, a root without inlet 0. Each throws errc::invalid_argument on every
 // rank, and the next run works.
 TAM_TEST_P(tam_refusals, run_refuses_bad_setup) {
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         program prog;
-        codeblock_def no_inlet;
-        no_inlet.name = "no_inlet";
+        codeblock_def no_inlet = codeblock("no_inlet");
         no_inlet.threads = {{[](frame&) {}}};
         prog.add(std::move(no_inlet));
-        codeblock_def ok;
-        ok.name = "ok_root";
+        codeblock_def ok = codeblock("ok_root");
         ok.threads = {{[](frame& f) { f.finish(9); }}};
         ok.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
         prog.add(std::move(ok));
@@ -481,7 +411,6 @@ TAM_TEST_P(tam_refusals, run_refuses_bad_setup) {
         EXPECT_EQ(res.value, 9u);
         EXPECT_EQ(res.total.threads, 1u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(tam_refusals, tam_params());

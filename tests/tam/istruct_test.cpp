@@ -18,11 +18,8 @@ class tam_istruct : public tam_test {};
 // deferred reader gets 42). The reply inlet files each value by its tag; "done" (entry 2)
 // finishes with both.
 TAM_TEST_P(tam_istruct, fetch_before_and_after_store) {
-    const int rc = t.job([p](am::context& ctx) {
-        program prog;
-        codeblock_def cb;
-        cb.name = "ist_local";
-        cb.slots = 3;
+    t.job_ok([p](am::context& ctx) {
+        codeblock_def cb = codeblock("ist_local", 3);
         cb.threads = {
             {[](frame& f) {
                 const istruct_ref a = f.ialloc(2);
@@ -45,8 +42,7 @@ TAM_TEST_P(tam_istruct, fetch_before_and_after_store) {
                 f.post(2);
             },
         };
-        prog.add(std::move(cb));
-        const am::tam::result res = am::tam::run(ctx, prog, 0, {}, opts(p));
+        const am::tam::result res = am::tam::run(ctx, program_of(std::move(cb)), 0, {}, opts(p));
         EXPECT_TRUE(res.finished);
         EXPECT_EQ(res.value, 42007u) << "element 0 * 1000 + element 1";
         EXPECT_EQ(res.total.fetches, 2u);
@@ -54,17 +50,13 @@ TAM_TEST_P(tam_istruct, fetch_before_and_after_store) {
         EXPECT_EQ(res.total.stores, 2u);
         EXPECT_EQ(res.total.inlets, 3u);  // start and two replies
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // 16 fetches of one empty element, then its store: every reader gets the value once (each
 // reply adds value * (tag + 1) and posts "done", entry 16).
 TAM_TEST_P(tam_istruct, many_deferred_readers) {
-    const int rc = t.job([p](am::context& ctx) {
-        program prog;
-        codeblock_def cb;
-        cb.name = "ist_many";
-        cb.slots = 2;
+    t.job_ok([p](am::context& ctx) {
+        codeblock_def cb = codeblock("ist_many", 2);
         cb.threads = {
             {[](frame& f) {
                 const istruct_ref a = f.ialloc(1);
@@ -85,15 +77,13 @@ TAM_TEST_P(tam_istruct, many_deferred_readers) {
                 f.post(2);
             },
         };
-        prog.add(std::move(cb));
-        const am::tam::result res = am::tam::run(ctx, prog, 0, {}, opts(p));
+        const am::tam::result res = am::tam::run(ctx, program_of(std::move(cb)), 0, {}, opts(p));
         EXPECT_TRUE(res.finished);
         EXPECT_EQ(res.value, 5u * (16 * 17 / 2));
         EXPECT_EQ(res.total.fetches, 16u);
         EXPECT_EQ(res.total.deferred, 16u);
         EXPECT_EQ(res.total.stores, 1u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // Across ranks. The root (rank 0) allocates A (one element per rank) and calls a worker on
@@ -120,10 +110,7 @@ word expected(int n) {
 }
 
 program make() {
-    program prog;
-    codeblock_def root;
-    root.name = "ist_root";
-    root.slots = b_slot + 8;  // A, sum, B of each rank
+    codeblock_def root = codeblock("ist_root", b_slot + 8);  // A, sum, B of each rank
     root.threads = {
         {[](frame& f) {
              const auto n = static_cast<std::uint32_t>(f.ranks());
@@ -162,9 +149,7 @@ program make() {
             f.post(t_done);
         },
     };
-    codeblock_def worker;
-    worker.name = "ist_worker";
-    worker.slots = 4;  // root, A, r, value
+    codeblock_def worker = codeblock("ist_worker", 4);  // root, A, r, value
     worker.threads = {
         {[](frame& f) {
              const istruct_ref a = istruct_ref::from(f.slot(1));
@@ -195,15 +180,13 @@ program make() {
             f.post(w_reply);
         },
     };
-    prog.add(std::move(root));
-    prog.add(std::move(worker));
-    return prog;
+    return program_of(std::move(root), std::move(worker));
 }
 
 }  // namespace remote
 
 TAM_TEST_P(tam_istruct, remote_fetch_store_and_published_structures) {
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         const am::tam::result res = am::tam::run(ctx, remote::make(), 0, {}, opts(p));
         const word n = static_cast<word>(ctx.size());
         EXPECT_TRUE(res.finished) << "rank " << ctx.rank();
@@ -219,18 +202,14 @@ TAM_TEST_P(tam_istruct, remote_fetch_store_and_published_structures) {
             EXPECT_GT(res.total.remote_messages, 0u);
         }
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // Deferred readers on every rank of an element stored last: each worker fetches the root's
 // element 0, which the root stores only after every worker has said it has asked (the
 // fetches are on their way or served, so most are deferred).
 TAM_TEST_P(tam_istruct, remote_deferred_readers) {
-    const int rc = t.job([p](am::context& ctx) {
-        program prog;
-        codeblock_def root;
-        root.name = "ist_wait_root";
-        root.slots = 2;
+    t.job_ok([p](am::context& ctx) {
+        codeblock_def root = codeblock("ist_wait_root", 2);
         root.threads = {
             {[](frame& f) {
                 const istruct_ref a = f.ialloc(1);
@@ -256,9 +235,7 @@ TAM_TEST_P(tam_istruct, remote_deferred_readers) {
                 f.post(2);
             },
         };
-        codeblock_def worker;
-        worker.name = "ist_wait_worker";
-        worker.slots = 3;
+        codeblock_def worker = codeblock("ist_wait_worker", 3);
         worker.threads = {
             {[](frame& f) {
                 f.ifetch(istruct_ref::from(f.slot(1)), 0, 1);
@@ -280,9 +257,8 @@ TAM_TEST_P(tam_istruct, remote_deferred_readers) {
                 f.post(1);
             },
         };
-        prog.add(std::move(root));
-        prog.add(std::move(worker));
-        const am::tam::result res = am::tam::run(ctx, prog, 0, {}, opts(p));
+        const am::tam::result res =
+            am::tam::run(ctx, program_of(std::move(root), std::move(worker)), 0, {}, opts(p));
         word expected = 0;
         for (int r = 0; r < ctx.size(); ++r) expected += word{11} << (4 * r);
         EXPECT_TRUE(res.finished);
@@ -293,7 +269,6 @@ TAM_TEST_P(tam_istruct, remote_deferred_readers) {
             EXPECT_EQ(res.total.deferred, 1u);
         }
     });
-    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(tam_istruct, tam_params());

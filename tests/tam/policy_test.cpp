@@ -29,10 +29,7 @@ void note(frame& f, word digit) {
 }
 
 program one_frame_program() {
-    program prog;
-    codeblock_def cb;
-    cb.name = "fig1_one_frame";
-    cb.slots = 1;
+    codeblock_def cb = codeblock("fig1_one_frame", 1);
     cb.threads = {
         {[](frame& f) {
              note(f, 1);
@@ -70,12 +67,11 @@ program one_frame_program() {
             f.post(f_t3);
         },
     };
-    prog.add(std::move(cb));
-    return prog;
+    return program_of(std::move(cb));
 }
 
 TAM_TEST_P(tam_policy, two_inlets_one_frame) {
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         const am::tam::result res = am::tam::run(ctx, one_frame_program(), 0, {}, opts(p));
         EXPECT_TRUE(res.finished);
         const word expected = p == policy::active_messages ? 0x125346 : 0x123456;
@@ -84,7 +80,6 @@ TAM_TEST_P(tam_policy, two_inlets_one_frame) {
         EXPECT_EQ(res.total.threads, 4u);
         EXPECT_EQ(res.total.inlets, 3u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // ------------------------------------------------------------------ two frames, Fig. 1
@@ -108,10 +103,7 @@ void log(int e) {
 }
 
 program make() {
-    program prog;
-    codeblock_def root;
-    root.name = "fig1_frame1";
-    root.slots = 2;  // child, events left
+    codeblock_def root = codeblock("fig1_frame1", 2);  // child, events left
     root.threads = {
         {[](frame& f) { f.call(1, f.rank(), 0, {f.self().as_word()}); }, 1, "t0"},
         {[](frame& f) {
@@ -149,9 +141,7 @@ program make() {
             f.post(r_tc);
         },
     };
-    codeblock_def child;
-    child.name = "fig1_frame2";
-    child.slots = 1;
+    codeblock_def child = codeblock("fig1_frame2", 1);
     child.threads = {
         {[](frame& f) { f.send(frame_ref::from(f.slot(0)), 1, {f.self().as_word()}); }, 1, "hello"},
         {[](frame&) { log(7); }, 1, "UB"},
@@ -166,15 +156,13 @@ program make() {
             f.post(c_ub);
         },
     };
-    prog.add(std::move(root));
-    prog.add(std::move(child));
-    return prog;
+    return program_of(std::move(root), std::move(child));
 }
 
 }  // namespace two
 
 TAM_TEST_P(tam_policy, three_messages_two_frames) {
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         trace().clear();
         const am::tam::result res = am::tam::run(ctx, two::make(), 0, {}, opts(p));
         EXPECT_FALSE(res.finished);
@@ -190,7 +178,6 @@ TAM_TEST_P(tam_policy, three_messages_two_frames) {
         EXPECT_EQ(res.total.quanta, p == policy::active_messages ? 4u : 5u);
         EXPECT_EQ(res.total.frames, 2u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // ------------------------------------------------------------------------- quanta and TPQ
@@ -206,10 +193,7 @@ constexpr int k = 4;
 enum : am::tam::thread_id { r_t0, r_burst, r_work };
 
 program make() {
-    program prog;
-    codeblock_def root;
-    root.name = "tpq_frame1";
-    root.slots = 1;
+    codeblock_def root = codeblock("tpq_frame1", 1);
     root.threads = {
         {[](frame& f) { f.call(1, f.rank(), 0, {f.self().as_word()}); }, 1, "t0"},
         {[](frame& f) {
@@ -230,9 +214,7 @@ program make() {
         },
         [](frame& f, std::span<const word>) { f.post(r_work); },
     };
-    codeblock_def child;
-    child.name = "tpq_frame2";
-    child.slots = 1;
+    codeblock_def child = codeblock("tpq_frame2", 1);
     child.threads = {
         {[](frame& f) { f.send(frame_ref::from(f.slot(0)), 1, {f.self().as_word()}); }, 1, "hello"},
         {[](frame&) {}, 1, "work2"},
@@ -244,15 +226,13 @@ program make() {
         },
         [](frame& f, std::span<const word>) { f.post(1); },
     };
-    prog.add(std::move(root));
-    prog.add(std::move(child));
-    return prog;
+    return program_of(std::move(root), std::move(child));
 }
 
 }  // namespace tpq
 
 TAM_TEST_P(tam_policy, quanta_and_tpq) {
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         const am::tam::result res = am::tam::run(ctx, tpq::make(), 0, {}, opts(p));
         const bool am_policy = p == policy::active_messages;
         EXPECT_EQ(res.total.threads, 3u + 2 * tpq::k);
@@ -262,17 +242,15 @@ TAM_TEST_P(tam_policy, quanta_and_tpq) {
         EXPECT_EQ(res.local.quanta, ctx.rank() == 0 ? res.total.quanta : 0u);
         EXPECT_EQ(res.total.remote_messages, 0u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // The one-frame program never switches frames: one quantum under either policy.
 TAM_TEST_P(tam_policy, one_frame_one_quantum) {
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         const am::tam::result res = am::tam::run(ctx, one_frame_program(), 0, {}, opts(p));
         EXPECT_EQ(res.total.quanta, 1u);
         EXPECT_DOUBLE_EQ(res.total.tpq(), 4.0);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // The programs live on rank 0; with more ranks the core is polled at every thread too, and

@@ -28,10 +28,7 @@ constexpr word counts_expected = 4 * 10000 + 3 * 100;
 constexpr word counts_with_r_expected = 4 * 10000 + 3 * 100 + 3;
 
 program counts_program(bool with_r = false) {
-    program prog;
-    codeblock_def cb;
-    cb.name = "counts";
-    cb.slots = 4;  // S runs, N runs, R runs, with_r
+    codeblock_def cb = codeblock("counts", 4);  // S runs, N runs, R runs, with_r
     cb.threads = {
         {[](frame& f) {
              for (int i = 0; i < 7; ++i) f.fork(c_s);
@@ -75,12 +72,11 @@ program counts_program(bool with_r = false) {
         },
         [](frame& f, std::span<const word>) { f.post(c_s); },
     };
-    prog.add(std::move(cb));
-    return prog;
+    return program_of(std::move(cb));
 }
 
 TAM_TEST_P(tam_semantics, entry_counts) {
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         const am::tam::result res = am::tam::run(ctx, counts_program(), 0, {0}, opts(p));
         EXPECT_TRUE(res.finished);
         EXPECT_EQ(res.value, counts_expected) << "S runs * 10000 + N runs * 100";
@@ -93,19 +89,17 @@ TAM_TEST_P(tam_semantics, entry_counts) {
         EXPECT_EQ(res.local.threads, ctx.rank() == 0 ? 9u : 0u);
         EXPECT_EQ(res.local.frames, ctx.rank() == 0 ? 1u : 0u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // set_count on a thread declared non-synchronising (entry 1): "sets thread t's remaining entry
 // count (a loop whose trip count is known at run time)" — 5 forks for one run, then entry 1.
 TAM_TEST_P(tam_semantics, set_count_on_plain_thread) {
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         const am::tam::result res = am::tam::run(ctx, counts_program(true), 0, {1}, opts(p));
         EXPECT_TRUE(res.finished);
         EXPECT_EQ(res.value, counts_with_r_expected) << "S runs * 10000 + N runs * 100 + R runs";
         EXPECT_EQ(res.total.threads, 12u);  // t0, 4 S, 3 N, 3 R, F
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // ------------------------------------------------------------------------------ slots, words
@@ -135,18 +129,14 @@ TEST(tam_words, program_add_refuses) {
     codeblock_def unnamed;
     unnamed.threads = {{[](frame&) {}}};
     am_test::expect_error([&] { prog.add(unnamed); }, am::errc::invalid_argument, {});
-    codeblock_def null_thread;
-    null_thread.name = "null_thread";
+    codeblock_def null_thread = codeblock("null_thread");
     null_thread.threads = {{nullptr}};
     am_test::expect_error([&] { prog.add(null_thread); }, am::errc::invalid_argument, {});
-    codeblock_def null_inlet;
-    null_inlet.name = "null_inlet";
+    codeblock_def null_inlet = codeblock("null_inlet");
     null_inlet.inlets = {nullptr};
     am_test::expect_error([&] { prog.add(null_inlet); }, am::errc::invalid_argument, {});
     EXPECT_EQ(prog.size(), 0u);
-    codeblock_def ok;
-    ok.name = "ok";
-    ok.slots = 2;
+    codeblock_def ok = codeblock("ok", 2);
     ok.inlets = {[](frame&, std::span<const word>) {}};
     EXPECT_EQ(prog.add(ok), 0);
     EXPECT_EQ(prog.add(ok), 1);
@@ -156,11 +146,8 @@ TEST(tam_words, program_add_refuses) {
 // A value of each kind through a slot, a message and a slot again; the frame_ref of the
 // frame itself arrives as it was sent; codeblock_name, rank and ranks.
 TAM_TEST_P(tam_semantics, slots_and_messages) {
-    const int rc = t.job([p](am::context& ctx) {
-        program prog;
-        codeblock_def cb;
-        cb.name = "slots_cb";
-        cb.slots = 5;
+    t.job_ok([p](am::context& ctx) {
+        codeblock_def cb = codeblock("slots_cb", 5);
         cb.threads = {
             {[](frame& f) {
                 f.put(0, 2.5);
@@ -187,83 +174,16 @@ TAM_TEST_P(tam_semantics, slots_and_messages) {
                 f.post(1);
             },
         };
-        prog.add(std::move(cb));
-        const am::tam::result res = am::tam::run(ctx, prog, 0, {5}, opts(p));
+        const am::tam::result res = am::tam::run(ctx, program_of(std::move(cb)), 0, {5}, opts(p));
         EXPECT_TRUE(res.finished);
         EXPECT_EQ(res.value, 1u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // ------------------------------------------------------------------- calls to other ranks
-// The root (rank 0) calls codeblock "square" on every rank with its own frame_ref and x; each
-// callee checks it runs on the rank it was called on, sends back (x + r)^2 + 1000 * r and the
-// caller's rank it decoded, and releases its frame. The root's "sum" thread has entry count
-// `ranks` (set_count at run time) and finishes with the sum and a mask of the ranks heard.
-enum : am::tam::thread_id { q_t0, q_sum };
-
-word square_expected(int ranks, word x) {
-    word sum = 0, mask = 0;
-    for (int r = 0; r < ranks; ++r) {
-        const word v = x + static_cast<word>(r);
-        sum += v * v + 1000 * static_cast<word>(r);
-        mask |= word{1} << r;
-    }
-    return sum | (mask << 48);
-}
-
-program square_program() {
-    program prog;
-    codeblock_def root;
-    root.name = "square_root";
-    root.slots = 3;
-    root.threads = {
-        {[](frame& f) {
-             f.set_count(q_sum, static_cast<std::uint32_t>(f.ranks()));
-             for (int r = 0; r < f.ranks(); ++r) {
-                 f.call(1, r, 0, {f.self().as_word(), am::tam::to_word(r), f.slot(0)});
-             }
-         },
-         1, "t0"},
-        {[](frame& f) { f.finish(f.slot(1) | (f.slot(2) << 48)); }, runtime_count, "sum"},
-    };
-    root.inlets = {
-        [](frame& f, std::span<const word> a) {
-            f.slot(0) = a[0];
-            f.slot(1) = f.slot(2) = 0;
-            f.post(q_t0);
-        },
-        [](frame& f, std::span<const word> a) {  // {rank, value, caller rank seen}
-            const bool caller_ok = a[2] == 0;
-            f.slot(1) += caller_ok ? a[1] : 0;
-            f.slot(2) |= word{1} << a[0];
-            f.post(q_sum);
-        },
-    };
-    codeblock_def sq;
-    sq.name = "square";
-    sq.slots = 3;
-    sq.threads = {{[](frame& f) {
-        const frame_ref caller = frame_ref::from(f.slot(0));
-        const int r = am::tam::from_word<int>(f.slot(1));
-        const word v = f.slot(2) + static_cast<word>(r);
-        const word value = f.rank() == r ? v * v + 1000 * static_cast<word>(f.rank()) : 0;
-        f.send(caller, 1, {static_cast<word>(f.rank()), value, static_cast<word>(caller.rank())});
-        f.release();
-    }}};
-    sq.inlets = {[](frame& f, std::span<const word> a) {
-        f.slot(0) = a[0];
-        f.slot(1) = a[1];
-        f.slot(2) = a[2];
-        f.post(0);
-    }};
-    prog.add(std::move(root));
-    prog.add(std::move(sq));
-    return prog;
-}
-
+// square_program (tam_support.hpp): the root calls "square" on every rank, a join sums.
 TAM_TEST_P(tam_semantics, call_on_every_rank) {
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         const word x = 17;
         const am::tam::result res = am::tam::run(ctx, square_program(), 0, {x}, opts(p));
         const word n = static_cast<word>(ctx.size());
@@ -284,7 +204,6 @@ TAM_TEST_P(tam_semantics, call_on_every_rank) {
         }
         EXPECT_GE(res.total.messages, res.total.remote_messages);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // ------------------------------------------------- a token around a ring, release, stats
@@ -321,10 +240,7 @@ void count_inlet() {
 }
 
 program make() {
-    program prog;
-    codeblock_def root;
-    root.name = "ring_root";
-    root.slots = first_node_slot + 8;
+    codeblock_def root = codeblock("ring_root", first_node_slot + 8);
     root.threads = {
         {[](frame& f) {
              count_thread();
@@ -371,9 +287,7 @@ program make() {
             f.post(r_stop);
         },
     };
-    codeblock_def node;
-    node.name = "ring_node";
-    node.slots = 5;  // root, rank, successor, hops, acc
+    codeblock_def node = codeblock("ring_node", 5);  // root, rank, successor, hops, acc
     node.threads = {
         {[](frame& f) {
              count_thread();
@@ -424,16 +338,14 @@ program make() {
             f.post(n_rel);
         },
     };
-    prog.add(std::move(root));
-    prog.add(std::move(node));
-    return prog;
+    return program_of(std::move(root), std::move(node));
 }
 
 }  // namespace ring
 
 TAM_TEST_P(tam_semantics, ring_token_and_stats) {
     watchdog dog("ring_token_and_stats", 25);
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         constexpr word hops = 1000;
         my_tally() = {};
         const am::tam::result res = am::tam::run(ctx, ring::make(), 0, {hops}, opts(p));
@@ -461,12 +373,11 @@ TAM_TEST_P(tam_semantics, ring_token_and_stats) {
         EXPECT_GT(res.total.quanta, 0u);
         EXPECT_LE(res.total.quanta, res.total.threads);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // A run after a run in the same job: the machine starts clean (stats, frames, finish).
 TAM_TEST_P(tam_semantics, runs_back_to_back) {
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         for (int i = 0; i < 3; ++i) {
             const am::tam::result res = am::tam::run(ctx, counts_program(), 0, {0}, opts(p));
             EXPECT_TRUE(res.finished);
@@ -477,25 +388,19 @@ TAM_TEST_P(tam_semantics, runs_back_to_back) {
             EXPECT_EQ(sq.total.frames, 1 + static_cast<word>(ctx.size())) << "run " << i;
         }
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // A program that never calls finish: run returns on every rank with finished false.
 TAM_TEST_P(tam_semantics, no_finish) {
-    const int rc = t.job([p](am::context& ctx) {
-        program prog;
-        codeblock_def cb;
-        cb.name = "quiet";
-        cb.slots = 1;
+    t.job_ok([p](am::context& ctx) {
+        codeblock_def cb = codeblock("quiet", 1);
         cb.threads = {{[](frame& f) { f.slot(0) = 1; }}};
         cb.inlets = {[](frame& f, std::span<const word>) { f.post(0); }};
-        prog.add(std::move(cb));
-        const am::tam::result res = am::tam::run(ctx, prog, 0, {}, opts(p));
+        const am::tam::result res = am::tam::run(ctx, program_of(std::move(cb)), 0, {}, opts(p));
         EXPECT_FALSE(res.finished);
         EXPECT_EQ(res.total.threads, 1u);
         EXPECT_EQ(res.total.inlets, 1u);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(tam_semantics, tam_params());

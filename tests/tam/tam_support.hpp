@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace am_tam_test {
@@ -32,6 +33,8 @@ using am::tam::word;
 class tam_test : public am_test::spmd_test {
   public:
     int job(const am_test::rank_fn& fn) const { return spmd(GetParam(), fn); }
+    /// Runs `fn` on every rank of a job that must succeed.
+    void job_ok(const am_test::rank_fn& fn) const { ASSERT_EQ(job(fn), 0); }
     [[nodiscard]] int nranks() const { return GetParam().ranks; }
     [[nodiscard]] bool on_mpi() const { return am_test::is_mpi(GetParam().transport); }
     [[nodiscard]] std::vector<int> seen_ranks() const { return visible_ranks(); }
@@ -59,6 +62,23 @@ inline am::tam::options opts(policy p) {
     return o;
 }
 
+/// A codeblock named `name` with `slots` words of frame; the caller adds its threads and
+/// inlets.
+inline am::tam::codeblock_def codeblock(std::string name, unsigned slots = 0) {
+    am::tam::codeblock_def cb;
+    cb.name = std::move(name);
+    cb.slots = slots;
+    return cb;
+}
+
+/// A program of `defs`, in order: the first is codeblock 0.
+template <class... Defs>
+am::tam::program program_of(Defs&&... defs) {
+    am::tam::program prog;
+    ((void)prog.add(std::forward<Defs>(defs)), ...);
+    return prog;
+}
+
 /// The rank counts and transports of the TAM semantic tests: 1, 2 and 4 ranks on threads and
 /// shm; with MPI, mpi at 2 and 4 and mixed at 4.
 inline std::vector<am_test::spmd_param> tam_params() {
@@ -69,6 +89,68 @@ inline std::vector<am_test::spmd_param> tam_multi_params() {
 }
 inline std::vector<am_test::spmd_param> one_rank_params() {
     return am_test::make_params({1}, {1});
+}
+
+// A call on every rank (tests/tam semantics, tests/trace layers).
+// The root (rank 0) calls codeblock "square" on every rank with its own frame_ref and x; each
+// callee checks it runs on the rank it was called on, sends back (x + r)^2 + 1000 * r and the
+// caller's rank it decoded, and releases its frame. The root's "sum" thread has entry count
+// `ranks` (set_count at run time) and finishes with the sum and a mask of the ranks heard.
+enum : am::tam::thread_id { q_t0, q_sum };
+
+/// What square_program finishes with on `ranks` ranks, given x.
+inline word square_expected(int ranks, word x) {
+    word sum = 0, mask = 0;
+    for (int r = 0; r < ranks; ++r) {
+        const word v = x + static_cast<word>(r);
+        sum += v * v + 1000 * static_cast<word>(r);
+        mask |= word{1} << r;
+    }
+    return sum | (mask << 48);
+}
+
+/// The program described above (tests/tam, tests/trace).
+inline am::tam::program square_program() {
+    am::tam::codeblock_def root = codeblock("square_root", 3);
+    root.threads = {
+        {[](frame& f) {
+             f.set_count(q_sum, static_cast<std::uint32_t>(f.ranks()));
+             for (int r = 0; r < f.ranks(); ++r) {
+                 f.call(1, r, 0, {f.self().as_word(), am::tam::to_word(r), f.slot(0)});
+             }
+         },
+         1, "t0"},
+        {[](frame& f) { f.finish(f.slot(1) | (f.slot(2) << 48)); }, runtime_count, "sum"},
+    };
+    root.inlets = {
+        [](frame& f, std::span<const word> a) {
+            f.slot(0) = a[0];
+            f.slot(1) = f.slot(2) = 0;
+            f.post(q_t0);
+        },
+        [](frame& f, std::span<const word> a) {  // {rank, value, caller rank seen}
+            const bool caller_ok = a[2] == 0;
+            f.slot(1) += caller_ok ? a[1] : 0;
+            f.slot(2) |= word{1} << a[0];
+            f.post(q_sum);
+        },
+    };
+    am::tam::codeblock_def sq = codeblock("square", 3);
+    sq.threads = {{[](frame& f) {
+        const frame_ref caller = frame_ref::from(f.slot(0));
+        const int r = am::tam::from_word<int>(f.slot(1));
+        const word v = f.slot(2) + static_cast<word>(r);
+        const word value = f.rank() == r ? v * v + 1000 * static_cast<word>(f.rank()) : 0;
+        f.send(caller, 1, {static_cast<word>(f.rank()), value, static_cast<word>(caller.rank())});
+        f.release();
+    }}};
+    sq.inlets = {[](frame& f, std::span<const word> a) {
+        f.slot(0) = a[0];
+        f.slot(1) = a[1];
+        f.slot(2) = a[2];
+        f.post(0);
+    }};
+    return program_of(std::move(root), std::move(sq));
 }
 
 /// What this rank's TAM threads and inlets did, counted by the test programs themselves (TAM

@@ -44,10 +44,7 @@ enum : am::tam::thread_id { r_t0, r_all, r_go, r_done };
 enum : am::tam::thread_id { n_hello, n_ack, n_fwd };
 
 program make() {
-    program prog;
-    codeblock_def root;
-    root.name = "tokens_root";
-    root.slots = node_slot + 8;  // -, sum, -, nodes
+    codeblock_def root = codeblock("tokens_root", node_slot + 8);  // -, sum, -, nodes
     root.threads = {
         {[](frame& f) {
              const auto n = static_cast<std::uint32_t>(f.ranks());
@@ -91,9 +88,8 @@ program make() {
             f.post(r_done);
         },
     };
-    codeblock_def node;
-    node.name = "tokens_node";
-    node.slots = queue_slot + 2 * queue_cap;  // root, rank, successor, head, tail, queue
+    // root, rank, successor, head, tail, queue
+    codeblock_def node = codeblock("tokens_node", queue_slot + 2 * queue_cap);
     node.threads = {
         {[](frame& f) {
              f.send(frame_ref::from(f.slot(0)), 1, {f.slot(1), f.self().as_word()});
@@ -132,16 +128,14 @@ program make() {
             f.post(n_fwd);
         },
     };
-    prog.add(std::move(root));
-    prog.add(std::move(node));
-    return prog;
+    return program_of(std::move(root), std::move(node));
 }
 
 }  // namespace tokens
 
 TAM_TEST_P(tam_termination, many_tokens_in_flight) {
     watchdog dog("many_tokens_in_flight", 25);
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         const am::tam::result res = am::tam::run(ctx, tokens::make(), 0, {}, opts(p));
         word visits = 0;
         for (unsigned i = 0; i < tokens::count; ++i) visits += tokens::hops_of(i) + 1;
@@ -153,20 +147,18 @@ TAM_TEST_P(tam_termination, many_tokens_in_flight) {
         // root: start, n hellos, n acks, a token home each; nodes: start, successor, a visit each
         EXPECT_EQ(res.total.inlets, 1 + 2 * n + tokens::count + 2 * n + visits);
     });
-    ASSERT_EQ(rc, 0);
 }
 
 // With poll_every > 1 the core is polled less often; the result and the counts are the same.
 TAM_TEST_P(tam_termination, many_tokens_poll_every_8) {
     watchdog dog("many_tokens_poll_every_8", 25);
-    const int rc = t.job([p](am::context& ctx) {
+    t.job_ok([p](am::context& ctx) {
         am::tam::options o = opts(p);
         o.poll_every = 8;
         const am::tam::result res = am::tam::run(ctx, tokens::make(), 0, {}, o);
         EXPECT_TRUE(res.finished) << "rank " << ctx.rank();
         EXPECT_EQ(res.value, tokens::expected(ctx.size())) << "rank " << ctx.rank();
     });
-    ASSERT_EQ(rc, 0);
 }
 
 AM_INSTANTIATE(tam_termination, tam_params());

@@ -83,38 +83,38 @@ class reader {
         ++_i;
         return out;
     }
+    /// The items of an object or array after its opening bracket, up to `close`: each read by
+    /// `item`, separated by commas.
+    template <class Item>
+    void items(char close, Item&& item) {
+        ++_i;
+        if (peek() == close) {
+            ++_i;
+            return;
+        }
+        for (;;) {
+            item();
+            if (peek() != ',') break;
+            ++_i;
+        }
+        expect(close);
+    }
     value any() {
         value v;
         const char c = peek();
         if (c == '{') {
             v.k = value::kind::object;
-            ++_i;
-            if (peek() == '}') return ++_i, v;
-            for (;;) {
+            items('}', [&] {
                 std::string key = string();
                 expect(':');
                 v.obj[key] = any();
-                if (peek() == ',') {
-                    ++_i;
-                    continue;
-                }
-                expect('}');
-                return v;
-            }
+            });
+            return v;
         }
         if (c == '[') {
             v.k = value::kind::array;
-            ++_i;
-            if (peek() == ']') return ++_i, v;
-            for (;;) {
-                v.arr.push_back(any());
-                if (peek() == ',') {
-                    ++_i;
-                    continue;
-                }
-                expect(']');
-                return v;
-            }
+            items(']', [&] { v.arr.push_back(any()); });
+            return v;
         }
         if (c == '"') {
             v.k = value::kind::string;

@@ -6,10 +6,10 @@
 // rank 0 pulls at a time (1 MiB) arrives whole, and writing one takes less memory than its
 // text. (A failing job on mpi ends with MPI_Abort, so its test runs the job from a script:
 // failed_job_check.sh.)
-#include "support/spmd.hpp"
-#include "trace/json_reader.hpp"
+#include "trace/trace_support.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -18,18 +18,12 @@
 namespace {
 
 using am_test::spmd_test;
-namespace json = am_test::json;
+using namespace am_trace_test;
 
 class trace_file_base : public spmd_test {
   protected:
     // The same on every rank of the job (all its processes run this test case).
-    [[nodiscard]] std::string trace_path() const {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = std::string(info->name());
-        std::replace(name.begin(), name.end(), '/', '_');
-        return (std::filesystem::temp_directory_path() / ("am_trace_file_" + name + ".json"))
-            .string();
-    }
+    [[nodiscard]] static std::string trace_path() { return test_trace_path("am_trace_file_"); }
     [[nodiscard]] bool rank0_here() const {
         const std::vector<int> here = visible_ranks();
         return std::find(here.begin(), here.end(), 0) != here.end();
@@ -43,6 +37,19 @@ void trace_file_ping_all(am::context& ctx) {
     ctx.barrier();
     for (int d = 0; d < ctx.size(); ++d) ctx.request(d, ping);
     got.wait(static_cast<std::uint64_t>(ctx.size()));
+}
+
+// Traffic to trace: every rank sends `messages` pings to the next rank and waits for those it
+// gets; `index`, if given, receives the ping handler's index (the same on every rank).
+void trace_file_ping_next(am::context& ctx, int messages,
+                          std::atomic<std::uint32_t>* index = nullptr) {
+    am::counter got(ctx);
+    auto ping = ctx.handler([&](am::token&) { got.add(); });
+    if (index != nullptr) index->store(ping.index);
+    ctx.barrier();
+    const int peer = (ctx.rank() + 1) % ctx.size();
+    for (int k = 0; k < messages; ++k) ctx.request(peer, ping);
+    got.wait(static_cast<std::uint64_t>(messages));
 }
 
 // Traffic with the trace on, then the last rank throws: the job fails before trace_stop. A
@@ -187,19 +194,11 @@ TEST_P(trace_cap, over_the_cap_warns_and_records_the_drop) {
     constexpr std::size_t cap = 50;
     constexpr int messages = 200;
     ::testing::internal::CaptureStderr();  // forked shm ranks inherit the redirection
-    const int rc = run(
-        [](am::context& ctx) {
-            am::counter got(ctx);
-            auto ping = ctx.handler([&](am::token&) { got.add(); });
-            ctx.barrier();
-            const int peer = (ctx.rank() + 1) % ctx.size();
-            for (int k = 0; k < messages; ++k) ctx.request(peer, ping);
-            got.wait(messages);
-        },
-        [&](am::config& c) {
-            c.trace_path = path;
-            c.trace_max_events = cap;
-        });
+    const int rc = run([](am::context& ctx) { trace_file_ping_next(ctx, messages); },
+                       [&](am::config& c) {
+                           c.trace_path = path;
+                           c.trace_max_events = cap;
+                       });
     const std::string err = ::testing::internal::GetCapturedStderr();
     ASSERT_EQ(rc, 0) << err;
     for (const int r : visible_ranks()) {
@@ -251,20 +250,11 @@ void trace_large::pings_span_windows(const am_test::tweak_fn& tweak) {
     const std::string path = trace_path();
     constexpr int messages = 6000;  // a send and a handler run each: ~2.4 MB of JSON per rank
     am_test::shared<std::atomic<std::uint32_t>> ping_index;  // the same on every rank
-    const int rc = run(
-        [&](am::context& ctx) {
-            am::counter got(ctx);
-            auto ping = ctx.handler([&](am::token&) { got.add(); });
-            ping_index->store(ping.index);
-            ctx.barrier();
-            const int peer = (ctx.rank() + 1) % ctx.size();
-            for (int k = 0; k < messages; ++k) ctx.request(peer, ping);
-            got.wait(messages);
-        },
-        [&](am::config& c) {
-            c.trace_path = path;
-            if (tweak) tweak(c);
-        });
+    const int rc = run([&](am::context& ctx) { trace_file_ping_next(ctx, messages, &*ping_index); },
+                       [&](am::config& c) {
+                           c.trace_path = path;
+                           if (tweak) tweak(c);
+                       });
     ASSERT_EQ(rc, 0);
     if (!rank0_here()) return;
     EXPECT_GT(std::filesystem::file_size(path), std::uintmax_t{2} << 20);

@@ -7,8 +7,8 @@
 // quantum one "quantum" pair with the threads it ran, and every termination wave one event. The
 // counts are checked against the layers' own counters (optimistic_stats, window::stats,
 // am::tam::result).
-#include "support/spmd.hpp"
-#include "trace/json_reader.hpp"
+#include "tam/tam_support.hpp"
+#include "trace/trace_support.hpp"
 
 #include <am/oam.hpp>
 #include <am/rpc.hpp>
@@ -20,22 +20,13 @@
 
 namespace {
 
-namespace json = am_test::json;
-using am::tam::codeblock_def;
-using am::tam::frame;
-using am::tam::frame_ref;
+using namespace am_trace_test;
 using am::tam::program;
 using am::tam::word;
 
 class trace_layers : public am_test::spmd_test {
   protected:
-    [[nodiscard]] std::string path() const {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = std::string(info->name());
-        std::replace(name.begin(), name.end(), '/', '_');
-        return (std::filesystem::temp_directory_path() / ("am_trace_layers_" + name + ".json"))
-            .string();
-    }
+    [[nodiscard]] static std::string path() { return test_trace_path("am_trace_layers_"); }
 };
 
 // One rank's events of the later layers.
@@ -208,62 +199,21 @@ TEST_P(trace_layers, window_ams_and_fences) {
 
 // ------------------------------------------------------------------------------------- TAM
 
-// The root calls a "leaf" on every rank; each leaf sends its rank back; the root's join thread
-// (entry = ranks) finishes with their sum.
-program leaves_program() {
-    program prog;
-    codeblock_def root;
-    root.name = "root";
-    root.slots = 1;
-    root.threads = {
-        {[](frame& f) {
-             f.set_count(1, static_cast<std::uint32_t>(f.ranks()));
-             for (int r = 0; r < f.ranks(); ++r) f.call(1, r, 0, {f.self().as_word()});
-         },
-         1, "t0"},
-        {[](frame& f) { f.finish(f.slot(0)); }, 2, "join"},
-    };
-    root.inlets = {
-        [](frame& f, std::span<const word>) {
-            f.slot(0) = 0;
-            f.post(0);
-        },
-        [](frame& f, std::span<const word> a) {
-            f.slot(0) += a[0] + 1;
-            f.post(1);
-        },
-    };
-    codeblock_def leaf;
-    leaf.name = "leaf";
-    leaf.slots = 1;
-    leaf.threads = {{[](frame& f) {
-        f.send(frame_ref::from(f.slot(0)), 1, {static_cast<word>(f.rank())});
-        f.release();
-    }}};
-    leaf.inlets = {[](frame& f, std::span<const word> a) {
-        f.slot(0) = a[0];
-        f.post(0);
-    }};
-    prog.add(std::move(root));
-    prog.add(std::move(leaf));
-    return prog;
-}
-
+// square_program (tests/tam/tam_support.hpp): the root calls "square" on every rank with x, each
+// sends back a value, the root's join thread (entry = ranks) finishes with their sum.
 TEST_P(trace_layers, tam_quanta_and_waves) {
     const std::string file = path();
     ASSERT_EQ(run([&](am::context& ctx) {
                   const int n = ctx.size(), me = ctx.rank();
-                  const program prog = leaves_program();
+                  const program prog = am_tam_test::square_program();
                   for (const am::tam::policy p :
                        {am::tam::policy::active_messages, am::tam::policy::message_driven}) {
-                      am::tam::options opt;
-                      opt.dispatch = p;
                       ctx.trace_start(file);
-                      const am::tam::result res = am::tam::run(ctx, prog, 0, {}, opt);
+                      const am::tam::result res =
+                          am::tam::run(ctx, prog, 0, {word{5}}, am_tam_test::opts(p));
                       ctx.trace_stop();
                       ctx.barrier();
-                      const auto w = static_cast<word>(n);
-                      EXPECT_EQ(res.value, w * (w - 1) / 2 + w);
+                      EXPECT_EQ(res.value, am_tam_test::square_expected(n, 5));
 
                       const json::value doc = json::parse_file(file);
                       const layer_events ev = layer_events_of(doc, me);

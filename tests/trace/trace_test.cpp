@@ -5,8 +5,7 @@
 // (traffic before and after must not appear), one process per rank, complete events with
 // durations ≥ 0 that nest on each thread, a typed epoch with its detector rounds, RMA
 // operations and the causes of waits. An unwritable path fails at trace_start on every rank.
-#include "support/spmd.hpp"
-#include "trace/json_reader.hpp"
+#include "trace/trace_support.hpp"
 
 #include <am/typed.hpp>
 
@@ -17,17 +16,12 @@
 namespace {
 
 using am_test::spmd_test;
-namespace json = am_test::json;
+using namespace am_trace_test;
 
 class trace_base : public spmd_test {
   protected:
     // The same on every rank of the job (all its processes run this test case).
-    [[nodiscard]] std::string path() const {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = std::string(info->name());
-        std::replace(name.begin(), name.end(), '/', '_');
-        return (std::filesystem::temp_directory_path() / ("am_trace_" + name + ".json")).string();
-    }
+    [[nodiscard]] static std::string path() { return test_trace_path("am_trace_"); }
 };
 
 class trace : public trace_base {};
