@@ -609,74 +609,42 @@ static int scenario_abort(rank_state* s) {
 
 /* -------------------------------------------------------------------------- main */
 
-typedef struct scenario {
-    const char* name;
-    int (*run)(rank_state*);
-    int expect_job_failure;
-} scenario;
-
-static const scenario scenarios[] = {
-    {"basics", scenario_basics, 0},
-    {"short", scenario_short, 0},
-    {"medium", scenario_medium, 0},
-    {"long", scenario_long, 0},
-    {"bad_rank", scenario_bad_rank, 0},
-    {"too_many_args", scenario_too_many_args, 0},
-    {"medium_too_large", scenario_medium_too_large, 0},
-    {"long_outside_segment", scenario_long_outside_segment, 0},
-    {"bad_handler", scenario_bad_handler, 0},
-    {"reply_misuse", scenario_reply_misuse, 0},
-    {"abort", scenario_abort, 1},
-};
+static const char* const names[] = {"basics",
+                                    "short",
+                                    "medium",
+                                    "long",
+                                    "bad_rank",
+                                    "too_many_args",
+                                    "medium_too_large",
+                                    "long_outside_segment",
+                                    "bad_handler",
+                                    "reply_misuse",
+                                    "abort"};
+static int (*const runs[])(rank_state*) = {scenario_basics,
+                                           scenario_short,
+                                           scenario_medium,
+                                           scenario_long,
+                                           scenario_bad_rank,
+                                           scenario_too_many_args,
+                                           scenario_medium_too_large,
+                                           scenario_long_outside_segment,
+                                           scenario_bad_handler,
+                                           scenario_reply_misuse,
+                                           scenario_abort};
 
 static void rank_main(am_context_t* ctx, void* arg) {
-    const scenario* sc = arg;
+    const size_t sc = *(const size_t*)arg;
     rank_state s;
     memset(&s, 0, sizeof s);
-    s.ctx = ctx;
-    s.rank = am_rank(ctx);
-    s.size = am_size(ctx);
-    s.left = (s.rank + s.size - 1) % s.size;
-    s.right = (s.rank + 1) % s.size;
+    CHECK_RANK_INIT(&s, ctx);
     s.seg = am_segment(ctx, &s.seg_bytes);
     s.max_medium = am_max_medium(ctx);
     s.big = calloc(s.max_medium + 1, 1);
-    int failed = s.big == NULL || sc->run(&s) != 0 || s.bad != 0;
-    if (failed && !sc->expect_job_failure) {
-        fprintf(stderr, "capi_test: FAILED: rank %d: scenario %s\n", s.rank, sc->name);
-        (void)am_abort(ctx, "capi_test check failed");
-    } else if (failed) {
-        fprintf(stderr, "capi_test: FAILED: rank %d: scenario %s\n", s.rank, sc->name);
-    }
+    check_end(ctx, names[sc], s.big == NULL || runs[sc](&s) != 0 || s.bad != 0);
     free(s.big);
 }
 
-static int run_scenario(int argc, char** argv, const scenario* sc) {
-    fflush(stdout); /* ranks may be forked */
-    const int rc = am_run(argc, argv, rank_main, (void*)sc);
-    const int ok = sc->expect_job_failure ? rc != 0 : rc == 0;
-    fprintf(stderr, "capi_test: %s: %s (am_run returned %d)\n", sc->name, ok ? "ok" : "FAILED", rc);
-    return ok ? 0 : 1;
-}
-
 int main(int argc, char** argv) {
-    const size_t n = sizeof scenarios / sizeof scenarios[0];
-    check_init("capi_test");
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s all|<scenario>; scenarios:", argv[0]);
-        for (size_t i = 0; i < n; ++i) fprintf(stderr, " %s", scenarios[i].name);
-        fputc('\n', stderr);
-        return 2;
-    }
-    int failures = 0, found = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (strcmp(argv[1], "all") != 0 && strcmp(argv[1], scenarios[i].name) != 0) continue;
-        found = 1;
-        failures += run_scenario(1, argv, &scenarios[i]);
-    }
-    if (!found) {
-        fprintf(stderr, "capi_test: unknown scenario \"%s\"\n", argv[1]);
-        return 2;
-    }
-    return failures != 0;
+    return check_main_expecting(argc, argv, "capi_test", names, sizeof names / sizeof names[0],
+                                rank_main, "abort");
 }
