@@ -116,13 +116,23 @@ static int scenario_short(rank_state* s) {
 
 /* ------------------------------------------------------------------- medium echo */
 
+/* What both medium handlers check: the token (a message from `from`), the one argument (the
+ * length) and the payload (the pattern of rank `owner`). */
+static void check_medium(rank_state* s, am_token_t* t, int is_request, int from, int owner,
+                         const void* payload, size_t len, const uint64_t* args, unsigned nargs) {
+    common_handler_checks(s, t, is_request, from);
+    CHECK(s, nargs == 1 && args[0] == len);
+    size_t bad_at = first_wrong(payload, owner, len);
+    if (bad_at != len) {
+        FAIL(s, "medium %s of %zu bytes: byte %zu wrong", is_request ? "request" : "reply", len,
+             bad_at);
+    }
+}
+
 static void medium_request(am_token_t* t, const void* payload, size_t len, const uint64_t* args,
                            unsigned nargs, void* user) {
     rank_state* s = user;
-    common_handler_checks(s, t, 1, s->left);
-    CHECK(s, nargs == 1 && args[0] == len);
-    size_t bad_at = first_wrong(payload, s->left, len);
-    if (bad_at != len) FAIL(s, "medium request of %zu bytes: byte %zu wrong", len, bad_at);
+    check_medium(s, t, 1, s->left, s->left, payload, len, args, nargs);
     /* Echo the payload: it is valid during the handler, and the reply copies it. */
     am_status_t st = am_reply_medium(t, s->reply_medium, payload, len, args, 1);
     if (st != AM_OK) FAIL(s, "am_reply_medium: %s", am_last_error(s->ctx));
@@ -132,10 +142,7 @@ static void medium_request(am_token_t* t, const void* payload, size_t len, const
 static void medium_reply(am_token_t* t, const void* payload, size_t len, const uint64_t* args,
                          unsigned nargs, void* user) {
     rank_state* s = user;
-    common_handler_checks(s, t, 0, s->right);
-    CHECK(s, nargs == 1 && args[0] == len);
-    size_t bad_at = first_wrong(payload, s->rank, len);
-    if (bad_at != len) FAIL(s, "medium reply of %zu bytes: byte %zu wrong", len, bad_at);
+    check_medium(s, t, 0, s->right, s->rank, payload, len, args, nargs);
     am_counter_add(&s->replies, 1);
 }
 

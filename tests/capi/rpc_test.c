@@ -274,6 +274,17 @@ static int finish(rank_state* s) {
     return 0;
 }
 
+/* Ends a scenario whose last call, `empty`, answers 0 bytes: checks that, frees it and
+ * `other` (may be NULL), and finishes. */
+static int finish_empty(rank_state* s, am_rpc_future_t* empty, am_rpc_future_t* other) {
+    size_t got = 5;
+    REQUIRE_OK(s, am_rpc_future_get(empty, NULL, 0, &got));
+    REQUIRE(s, got == 0);
+    am_rpc_future_free(empty);
+    am_rpc_future_free(other);
+    return finish(s);
+}
+
 static int call_ok(rank_state* s, int rank, am_rpc_t id, const void* args, size_t len,
                    am_rpc_future_t** f) {
     REQUIRE_OK(s, am_rpc_call(s->ctx, rank, id, args, len, f));
@@ -390,11 +401,7 @@ static int scenario_nested(rank_state* s) {
     if (call_ok(s, s->right, s->release_fn, NULL, 0, &r)) return 1;
     REQUIRE_OK(s, am_rpc_future_get(w, out, sizeof out, &got));
     REQUIRE(s, got == 4 && get_u32(out) >= 1);
-    REQUIRE_OK(s, am_rpc_future_get(r, NULL, 0, &got));
-    REQUIRE(s, got == 0);
-    am_rpc_future_free(w);
-    am_rpc_future_free(r);
-    return finish(s);
+    return finish_empty(s, r, w);
 }
 
 /* am_rpc_reply_error on the right: AM_ERR_REMOTE with the message, every time it is asked;
@@ -464,11 +471,7 @@ static int scenario_small_buffer(rank_state* s) {
     /* An empty result fits any buffer, even none. */
     put_u32(arg, 0);
     if (call_ok(s, s->right, s->big, arg, sizeof arg, &f)) return 1;
-    got = 5;
-    REQUIRE_OK(s, am_rpc_future_get(f, NULL, 0, &got));
-    REQUIRE(s, got == 0);
-    am_rpc_future_free(f);
-    return finish(s);
+    return finish_empty(s, f, NULL);
 }
 
 /* Bad ids, ranks, sizes and pointers: refused with the documented status, nothing sent; the
@@ -630,11 +633,7 @@ static int scenario_limit(rank_state* s) {
     REQUIRE_OK(s, am_rpc_future_test(first, &ready));
     REQUIRE(s, ready == 0);
     REQUIRE_OK(s, am_rpc_call_ff(s->ctx, s->right, s->release_fn, NULL, 0));
-    REQUIRE_OK(s, am_rpc_future_get(first, NULL, 0, &got));
-    REQUIRE(s, got == 0);
-    am_rpc_future_free(first);
-    am_rpc_future_free(second);
-    return finish(s);
+    return finish_empty(s, first, second);
 }
 
 /* A fire-and-forget call whose function fails brings the job down: there is nobody to tell.
