@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The RPC part of the C API (include/am/am.h, "RPC") over am::rpc and am::future: a C remote
+// The RPC C API (include/am/am_rpc.h) over am::rpc and am::future: a C remote
 // function is a C++ callable taking the caller's rank and the argument bytes and returning
 // the result bytes, registered with am::rpc_register, so it runs as an optimistic handler and
 // may block; a C future owns an am::future of those bytes and keeps the result once taken.
