@@ -23,9 +23,9 @@
 typedef struct rank_state {
     CHECK_RANK_FIELDS;
     unsigned bad;
-    am_counter_t pinged;  /* short handler (registered through am_short_fn) runs here */
+    am_counter_t pinged;  /* handlers (registered through the old callback types) run here */
     uint64_t typed_items; /* items the typed handler (an am_typed_fn) received */
-    am_handler_t ping;
+    am_handler_t ping, medium, along;
     am_rpc_t twice;
 } rank_state;
 
@@ -34,6 +34,18 @@ static void on_ping(am_token_t* t, const uint64_t* args, unsigned nargs, void* u
     (void)args;
     (void)nargs;
     am_counter_add(&((rank_state*)user)->pinged, 1);
+}
+
+static void on_medium(am_token_t* t, const void* payload, size_t len, const uint64_t* args,
+                      unsigned nargs, void* user) {
+    (void)payload;
+    (void)len;
+    on_ping(t, args, nargs, user);
+}
+
+static void on_long(am_token_t* t, void* data, size_t len, const uint64_t* args, unsigned nargs,
+                    void* user) {
+    on_medium(t, data, len, args, nargs, user);
 }
 
 /* Remote function: answers its 8-byte argument doubled. */
@@ -66,12 +78,51 @@ static void keep_max(void* acc, const void* item, void* user) {
 /* Core: the old callback types register and run. */
 static int old_core(rank_state* s) {
     am_short_fn fn = on_ping;
+    am_medium_fn mfn = on_medium;
+    am_long_fn lfn = on_long;
     am_rpc_fn rfn = rpc_twice;
     REQUIRE_OK(s, am_register_short(s->ctx, fn, 0, s, &s->ping));
+    REQUIRE_OK(s, am_register_medium(s->ctx, mfn, 0, s, &s->medium));
+    REQUIRE_OK(s, am_register_long(s->ctx, lfn, 0, s, &s->along));
     REQUIRE_OK(s, am_rpc_register(s->ctx, rfn, NULL, &s->twice));
     REQUIRE_OK(s, am_barrier(s->ctx));
+    const char byte = 'x';
     REQUIRE_OK(s, am_request_short(s->ctx, s->right, s->ping, NULL, 0));
-    REQUIRE_OK(s, am_counter_wait(s->ctx, &s->pinged, 1));
+    REQUIRE_OK(s, am_request_medium(s->ctx, s->right, s->medium, &byte, 1, NULL, 0));
+    REQUIRE_OK(s, am_request_long(s->ctx, s->right, s->along, &byte, 1, 0, NULL, 0));
+    REQUIRE_OK(s, am_counter_wait(s->ctx, &s->pinged, 3));
+    return 0;
+}
+
+/* Split-C shapes: the 8 words of `out` as 2 strided rows of 4 and as 8 indexed elements,
+ * through the old blocking and split-phase calls, each read back and compared. */
+static int old_splitc_shapes(rank_state* s, am_gptr_t there, const uint64_t* out) {
+    const size_t n = WORDS * sizeof *out, row = n / 2;
+    const uint64_t index[WORDS] = {7, 6, 5, 4, 3, 2, 1, 0};
+    uint64_t back[WORDS], got_back[3][WORDS];
+    am_flag_t *done = NULL, *got = NULL;
+    REQUIRE_OK(s, am_put_strided(s->ctx, there, row, out, row, row, 2));
+    REQUIRE_OK(s, am_get_strided(s->ctx, back, row, there, row, row, 2));
+    REQUIRE(s, memcmp(out, back, n) == 0);
+    REQUIRE_OK(s, am_put_indexed(s->ctx, there, index, WORDS, out, sizeof *out));
+    REQUIRE_OK(s, am_get_indexed(s->ctx, back, there, index, WORDS, sizeof *out));
+    REQUIRE(s, memcmp(out, back, n) == 0);
+    REQUIRE_OK(s, am_flag_create(s->ctx, &done));
+    REQUIRE_OK(s, am_flag_create(s->ctx, &got));
+    REQUIRE_OK(s, am_put_strided_nb(s->ctx, there, row, out, row, row, 2, NULL, done));
+    REQUIRE_OK(s, am_flag_wait(done, 1));
+    REQUIRE_OK(s, am_put_indexed_nb(s->ctx, there, index, WORDS, out, sizeof *out, NULL, done));
+    REQUIRE_OK(s, am_flag_wait(done, 2));
+    REQUIRE_OK(s, am_get_nb(s->ctx, got_back[0], there, n, got));
+    REQUIRE_OK(s, am_get_strided_nb(s->ctx, got_back[1], row, there, row, row, 2, got));
+    REQUIRE_OK(s, am_get_indexed_nb(s->ctx, got_back[2], there, index, WORDS, sizeof *out, got));
+    REQUIRE_OK(s, am_flag_wait(got, 3));
+    /* The indexed put reversed the words there; the indexed get reverses them back. */
+    for (unsigned i = 0; i < WORDS; ++i) back[i] = out[index[i]];
+    REQUIRE(s, memcmp(back, got_back[0], n) == 0 && memcmp(back, got_back[1], n) == 0);
+    REQUIRE(s, memcmp(out, got_back[2], n) == 0);
+    am_flag_free(got);
+    am_flag_free(done);
     return 0;
 }
 
@@ -104,6 +155,7 @@ static int old_splitc(rank_state* s) {
     am_flag_add(done, 2);
     REQUIRE(s, am_flag_value(done) == 2);
     am_flag_free(done);
+    if (old_splitc_shapes(s, there, out)) return 1;
     REQUIRE(s, am_local(s->ctx, mine, sizeof out) == am_splitc_local(s->ctx, mine, sizeof out));
     am_gptr_t again;
     REQUIRE_OK(s, am_to_global(s->ctx, am_local(s->ctx, mine, 8), 8, &again));
