@@ -25,13 +25,13 @@ static am_status_t token_ring(am_context_t* ctx, uint64_t* token) {
     *token = 0;
     for (int lap = 0; lap < LAPS; ++lap) {
         if (rank != 0 || lap != 0) {
-            st = am_recv(ctx, left, TOKEN, token, sizeof *token, NULL);
+            st = am_msg_recv(ctx, left, TOKEN, token, sizeof *token, NULL);
             if (st != AM_OK) return st;
         }
         *token += (uint64_t)rank;
-        if ((st = am_send(ctx, right, TOKEN, token, sizeof *token)) != AM_OK) return st;
+        if ((st = am_msg_send(ctx, right, TOKEN, token, sizeof *token)) != AM_OK) return st;
     }
-    return rank == 0 ? am_recv(ctx, left, TOKEN, token, sizeof *token, NULL) : AM_OK;
+    return rank == 0 ? am_msg_recv(ctx, left, TOKEN, token, sizeof *token, NULL) : AM_OK;
 }
 
 /* Sends `out` to the right neighbour while receiving the left one's block into `in`; `*got`
@@ -41,8 +41,8 @@ static am_status_t shift(am_context_t* ctx, unsigned char* out, unsigned char* i
     const int rank = am_rank(ctx), size = am_size(ctx);
     am_msg_request_t *send = NULL, *recv = NULL;
     for (size_t i = 0; i < BLOCK_BYTES; ++i) out[i] = (unsigned char)(rank + i);
-    am_status_t st = am_irecv(ctx, AM_ANY_SOURCE, BLOCK, in, BLOCK_BYTES, &recv);
-    if (st == AM_OK) st = am_isend(ctx, (rank + 1) % size, BLOCK, out, BLOCK_BYTES, &send);
+    am_status_t st = am_msg_recv_nb(ctx, AM_MSG_ANY_SOURCE, BLOCK, in, BLOCK_BYTES, &recv);
+    if (st == AM_OK) st = am_msg_send_nb(ctx, (rank + 1) % size, BLOCK, out, BLOCK_BYTES, &send);
     if (st == AM_OK) st = am_msg_wait(recv, got);
     if (st == AM_OK) st = am_msg_wait(send, NULL);
     am_msg_free(send);

@@ -6,7 +6,7 @@
  *   AM_RANKS=4 ./rpc_hello                     (4 thread-ranks)
  *   amrun -n 4 --transport shm ./rpc_hello     (4 processes)
  */
-#include <am/am.h>
+#include <am/am_rpc.h> /* self-contained: includes <am/am.h> */
 
 #include <stdio.h>
 #include <string.h>
@@ -29,16 +29,16 @@ static void relay(am_context_t* ctx, int source, const void* args, size_t len,
                   am_rpc_reply_t* reply, void* user) {
     rank_data* d = user;
     char text[160], next[64];
-    am_future_t* f = NULL;
+    am_rpc_future_t* f = NULL;
     (void)args, (void)len;
     const int right = (am_rank(ctx) + 1) % am_size(ctx);
     if (am_rpc_call(ctx, right, d->greet, NULL, 0, &f) != AM_OK ||
-        am_future_get(f, next, sizeof next, NULL) != AM_OK) {
+        am_rpc_future_get(f, next, sizeof next, NULL) != AM_OK) {
         (void)am_rpc_reply_error(reply, am_last_error(ctx));
-        am_future_free(f);
+        am_rpc_future_free(f);
         return;
     }
-    am_future_free(f);
+    am_rpc_future_free(f);
     const int n =
         snprintf(text, sizeof text, "rank %d greets rank %d, and %s", am_rank(ctx), source, next);
     (void)am_rpc_reply_set(reply, text, (size_t)n + 1);
@@ -46,7 +46,7 @@ static void relay(am_context_t* ctx, int source, const void* args, size_t len,
 
 static am_status_t hello(am_context_t* ctx, rank_data* d) {
     am_status_t st;
-    am_future_t* f = NULL;
+    am_rpc_future_t* f = NULL;
     char text[160];
     /* Collective: the same functions in the same order on every rank, then a barrier. */
     if ((st = am_rpc_register(ctx, greet, d, &d->greet)) != AM_OK) return st;
@@ -54,8 +54,8 @@ static am_status_t hello(am_context_t* ctx, rank_data* d) {
     if ((st = am_barrier(ctx)) != AM_OK) return st;
     const int right = (am_rank(ctx) + 1) % am_size(ctx);
     if ((st = am_rpc_call(ctx, right, d->relay, NULL, 0, &f)) != AM_OK) return st;
-    st = am_future_get(f, text, sizeof text, NULL);
-    am_future_free(f);
+    st = am_rpc_future_get(f, text, sizeof text, NULL);
+    am_rpc_future_free(f);
     if (st != AM_OK) return st;
     printf("rank %d: %s\n", am_rank(ctx), text);
     fflush(stdout);

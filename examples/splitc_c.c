@@ -18,12 +18,12 @@
 #define COLS 8
 
 typedef struct job {
-    am_flag_t* got;     /* counts this rank's GETs */
-    am_flag_t* arrived; /* on rank 0: counts the PUT sums */
-    am_gptr_t block, table;
-    am_gptr_t* blocks; /* every rank's block */
-    am_gptr_t* tables; /* every rank's table; rank 0's is used */
-    int64_t* column;   /* this rank's column, gathered from every rank */
+    am_splitc_flag_t* got;     /* counts this rank's GETs */
+    am_splitc_flag_t* arrived; /* on rank 0: counts the PUT sums */
+    am_splitc_gptr_t block, table;
+    am_splitc_gptr_t* blocks; /* every rank's block */
+    am_splitc_gptr_t* tables; /* every rank's table; rank 0's is used */
+    int64_t* column;          /* this rank's column, gathered from every rank */
 } job;
 
 /* Column c of the global matrix, whose element (g, c) is g * COLS + c. */
@@ -35,11 +35,13 @@ static am_status_t run(am_context_t* ctx, job* j) {
     const int rank = am_rank(ctx), size = am_size(ctx), c = rank % COLS;
     am_status_t st;
     /* Flags that other ranks' puts name: created in the same order on every rank. */
-    if ((st = am_flag_create(ctx, &j->got)) != AM_OK) return st;
-    if ((st = am_flag_create(ctx, &j->arrived)) != AM_OK) return st;
-    if ((st = am_allocate(ctx, ROWS * COLS * sizeof(int64_t), 0, &j->block)) != AM_OK) return st;
-    if ((st = am_allocate(ctx, (size_t)size * sizeof(int64_t), 0, &j->table)) != AM_OK) return st;
-    int64_t* mine = am_local(ctx, j->block, ROWS * COLS * sizeof(int64_t));
+    if ((st = am_splitc_flag_create(ctx, &j->got)) != AM_OK) return st;
+    if ((st = am_splitc_flag_create(ctx, &j->arrived)) != AM_OK) return st;
+    if ((st = am_splitc_alloc(ctx, ROWS * COLS * sizeof(int64_t), 0, &j->block)) != AM_OK)
+        return st;
+    if ((st = am_splitc_alloc(ctx, (size_t)size * sizeof(int64_t), 0, &j->table)) != AM_OK)
+        return st;
+    int64_t* mine = am_splitc_local(ctx, j->block, ROWS * COLS * sizeof(int64_t));
     for (int64_t i = 0; i < ROWS; ++i) {
         for (int k = 0; k < COLS; ++k) mine[i * COLS + k] = ((int64_t)rank * ROWS + i) * COLS + k;
     }
@@ -48,27 +50,28 @@ static am_status_t run(am_context_t* ctx, job* j) {
     j->column = malloc((size_t)size * ROWS * sizeof *j->column);
     if (j->blocks == NULL || j->tables == NULL || j->column == NULL) return AM_ERR_SYSTEM;
     /* Collective: everyone's pointers (and every block is filled once it returns). */
-    if ((st = am_exchange(ctx, j->block, j->blocks)) != AM_OK) return st;
-    if ((st = am_exchange(ctx, j->table, j->tables)) != AM_OK) return st;
+    if ((st = am_splitc_exchange(ctx, j->block, j->blocks)) != AM_OK) return st;
+    if ((st = am_splitc_exchange(ctx, j->table, j->tables)) != AM_OK) return st;
 
     /* Split-phase strided GETs of column c from every rank, then one wait for all. */
     for (int r = 0; r < size; ++r) {
-        st = am_get_strided_nb(ctx, j->column + (size_t)r * ROWS, sizeof(int64_t),
-                               am_gptr_add(j->blocks[r], c * (int64_t)sizeof(int64_t)),
-                               COLS * sizeof(int64_t), sizeof(int64_t), ROWS, j->got);
+        st =
+            am_splitc_get_strided_nb(ctx, j->column + (size_t)r * ROWS, sizeof(int64_t),
+                                     am_splitc_gptr_add(j->blocks[r], c * (int64_t)sizeof(int64_t)),
+                                     COLS * sizeof(int64_t), sizeof(int64_t), ROWS, j->got);
         if (st != AM_OK) return st;
     }
-    if ((st = am_flag_wait(j->got, (uint64_t)size)) != AM_OK) return st;
+    if ((st = am_splitc_flag_wait(j->got, (uint64_t)size)) != AM_OK) return st;
     int64_t sum = 0;
     for (size_t i = 0; i < (size_t)size * ROWS; ++i) sum += j->column[i];
 
     /* PUT the sum into slot `rank` of rank 0's table; `arrived` counts on rank 0. */
-    st = am_put_nb(ctx, am_gptr_add(j->tables[0], rank * (int64_t)sizeof(int64_t)), &sum,
-                   sizeof sum, j->arrived, NULL);
+    st = am_splitc_put_nb(ctx, am_splitc_gptr_add(j->tables[0], rank * (int64_t)sizeof(int64_t)),
+                          &sum, sizeof sum, j->arrived, NULL);
     if (st != AM_OK) return st;
     if (rank == 0) {
-        if ((st = am_flag_wait(j->arrived, (uint64_t)size)) != AM_OK) return st;
-        const int64_t* table = am_local(ctx, j->table, (size_t)size * sizeof(int64_t));
+        if ((st = am_splitc_flag_wait(j->arrived, (uint64_t)size)) != AM_OK) return st;
+        const int64_t* table = am_splitc_local(ctx, j->table, (size_t)size * sizeof(int64_t));
         int wrong = 0;
         for (int r = 0; r < size; ++r) {
             const int64_t want = expected_sum((int64_t)size * ROWS, r % COLS);
@@ -83,8 +86,8 @@ static am_status_t run(am_context_t* ctx, job* j) {
     }
     /* Other ranks may still read this rank's block: free only when all are done. */
     if ((st = am_barrier(ctx)) != AM_OK) return st;
-    if ((st = am_deallocate(ctx, j->table)) != AM_OK) return st;
-    return am_deallocate(ctx, j->block);
+    if ((st = am_splitc_free(ctx, j->table)) != AM_OK) return st;
+    return am_splitc_free(ctx, j->block);
 }
 
 static void rank_main(am_context_t* ctx, void* arg) {
@@ -94,8 +97,8 @@ static void rank_main(am_context_t* ctx, void* arg) {
         fprintf(stderr, "splitc_c: %s\n", am_last_error(ctx));
         (void)am_abort(ctx, "splitc_c failed");
     }
-    am_flag_free(j.got);
-    am_flag_free(j.arrived);
+    am_splitc_flag_free(j.got);
+    am_splitc_flag_free(j.arrived);
     free(j.blocks);
     free(j.tables);
     free(j.column);

@@ -49,7 +49,7 @@ static am_status_t histogram(am_context_t* ctx, uint64_t* hist) {
     const int rank = am_rank(ctx), ranks = am_size(ctx);
     am_typed_t* counts;
     am_typed_layer_t *packed, *summed;
-    am_epoch_stats_t st;
+    am_typed_epoch_stats_t st;
     am_status_t rc;
     /* Collective: the same message types in the same order on every rank. */
     if ((rc = am_typed_create(ctx, sizeof(bucket_count), on_counts, hist, "bucket_count",
@@ -59,13 +59,14 @@ static am_status_t histogram(am_context_t* ctx, uint64_t* hist) {
     if ((rc = am_typed_reduce(counts, packed, offsetof(bucket_count, bucket), sizeof(uint32_t),
                               add_count, NULL, 0, &summed)) != AM_OK)
         return rc;
-    if ((rc = am_epoch_begin(ctx, 0)) != AM_OK) return rc; /* handlers send nothing: depth 0 */
+    if ((rc = am_typed_epoch_begin(ctx, 0)) != AM_OK)
+        return rc; /* handlers send nothing: depth 0 */
     uint64_t state = (uint64_t)rank + 1;
     for (uint32_t i = 0; i < VALUES && rc == AM_OK; ++i) {
         const bucket_count one = {draw(&state) % BUCKETS, 1};
         rc = am_typed_layer_send(summed, &one, (int)(one.bucket % (uint32_t)ranks));
     }
-    if (rc == AM_OK) rc = am_epoch_end(ctx, 0, NULL, &st);
+    if (rc == AM_OK) rc = am_typed_epoch_end(ctx, 0, NULL, &st);
     am_typed_layer_free(summed); /* the combining layer first: it sends into `packed` */
     am_typed_layer_free(packed);
     if (rc != AM_OK) return rc;

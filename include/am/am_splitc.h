@@ -8,12 +8,12 @@
  *
  * Conventions are those of <am/am.h>: a function that can fail returns an `am_status_t`, and
  * on failure nothing was sent, copied or allocated; `am_last_error(ctx)` names the call, the
- * rank and the limit crossed (e.g. "am_put: rank 0: bytes [1048560, 1048592) are outside rank
- * 1's segment of 1048576 bytes"). No C++ exception leaves a function of this header.
+ * rank and the limit crossed (e.g. "am_splitc_put: rank 0: bytes [1048560, 1048592) are outside
+ * rank 1's segment of 1048576 bytes"). No C++ exception leaves a function of this header.
  *
  * - Global memory: each rank's registered segment (`am_segment`, `AM_SEGMENT_BYTES`). A
- *   global pointer (`am_gptr_t`) names a rank and a byte offset in that rank's segment, so it
- *   means the same in every process and may travel in messages (two 8-byte arguments).
+ *   global pointer (`am_splitc_gptr_t`) names a rank and a byte offset in that rank's segment,
+ *   so it means the same in every process and may travel in messages (two 8-byte arguments).
  * - Flags: a split-phase PUT counts one on a flag of the rank that receives the data, a GET on
  *   a flag of the calling rank, once per call when all of its data is in place. A PUT names its
  *   flag by identity: flags are numbered by their position among the rank's live flags (and
@@ -33,10 +33,10 @@
  * - Handlers: the split-phase calls may be issued from request handlers (use
  *   `am_token_context` for the context); those that send a request (to another rank, or on
  *   the active-message path, `AM_RMA=am`) are refused in reply handlers
- *   (`AM_ERR_BAD_CONTEXT`). The blocking calls and `am_flag_wait` are refused in handlers
+ *   (`AM_ERR_BAD_CONTEXT`). The blocking calls and `am_splitc_flag_wait` are refused in handlers
  *   (`AM_ERR_BAD_CONTEXT`), except in a remote function (RPC), which they block.
  * - Thread-safety: as a context (<am/am.h>): the rank's thread and its handlers. Flag values
- *   (`am_flag_value`, `am_flag_add`) may be read and updated from any thread.
+ *   (`am_splitc_flag_value`, `am_splitc_flag_add`) may be read and updated from any thread.
  *
  * Valid C11 and C++; self-contained.
  */
@@ -56,29 +56,29 @@ extern "C" {
 
 /// A pointer into the registered segment of rank `rank`, at byte `offset`: Split-C's global
 /// pointer, a value type. Rank -1 is the null pointer. Arithmetic is in bytes
-/// (`am_gptr_add`); the pointer never leaves its rank.
-typedef struct am_global_ptr {
+/// (`am_splitc_gptr_add`); the pointer never leaves its rank.
+typedef struct am_splitc_global_ptr {
     int rank;         ///< the rank whose segment holds the object; -1 for null
     uint64_t offset;  ///< byte offset in that rank's segment
-} am_gptr_t;
+} am_splitc_gptr_t;
 
 /// The global pointer to byte `offset` of `rank`'s segment. No check here: puts and gets
 /// check the range against the target's segment.
-static inline am_gptr_t am_gptr(int rank, uint64_t offset) AM_NOEXCEPT {
-    am_gptr_t p;
+static inline am_splitc_gptr_t am_splitc_gptr(int rank, uint64_t offset) AM_NOEXCEPT {
+    am_splitc_gptr_t p;
     p.rank = rank;
     p.offset = offset;
     return p;
 }
 
 /// `p` moved by `bytes` (may be negative) within the same rank.
-static inline am_gptr_t am_gptr_add(am_gptr_t p, int64_t bytes) AM_NOEXCEPT {
+static inline am_splitc_gptr_t am_splitc_gptr_add(am_splitc_gptr_t p, int64_t bytes) AM_NOEXCEPT {
     p.offset += (uint64_t)bytes;
     return p;
 }
 
 /// Non-zero when `p` is the null global pointer.
-static inline int am_gptr_is_null(am_gptr_t p) AM_NOEXCEPT {
+static inline int am_splitc_gptr_is_null(am_splitc_gptr_t p) AM_NOEXCEPT {
     return p.rank < 0;
 }
 
@@ -88,139 +88,154 @@ static inline int am_gptr_is_null(am_gptr_t p) AM_NOEXCEPT {
 /// `align` (a power of two no larger than the segment, or 0; at least 16 bytes in any case),
 /// not initialised, and stores its global pointer in `*out` (null on failure). First fit;
 /// `AM_ERR_NO_MEMORY` names the segment size and the free bytes when no block fits. Local:
-/// other ranks learn the pointer through `am_exchange` or messages. Thread-safe.
-AM_NODISCARD am_status_t am_allocate(am_context_t* ctx, size_t bytes, size_t align,
-                                     am_gptr_t* out) AM_NOEXCEPT;
+/// other ranks learn the pointer through `am_splitc_exchange` or messages. Thread-safe.
+AM_NODISCARD am_status_t am_splitc_alloc(am_context_t* ctx, size_t bytes, size_t align,
+                                         am_splitc_gptr_t* out) AM_NOEXCEPT;
 
-/// Returns a block from `am_allocate` of this rank to the segment. It must no longer be the
+/// Returns a block from `am_splitc_alloc` of this rank to the segment. It must no longer be the
 /// target of any put or get. `AM_ERR_INVALID_ARGUMENT` when `p` is another rank's or not the
 /// start of an allocated block.
-AM_NODISCARD am_status_t am_deallocate(am_context_t* ctx, am_gptr_t p) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_free(am_context_t* ctx, am_splitc_gptr_t p) AM_NOEXCEPT;
 
 /// Collective (an allgather): every rank contributes `mine` and receives all contributions,
 /// indexed by rank, in `all` (`am_size(ctx)` entries). Polls while it waits. Not callable from
 /// a handler (`AM_ERR_BAD_CONTEXT`).
-AM_NODISCARD am_status_t am_exchange(am_context_t* ctx, am_gptr_t mine, am_gptr_t* all) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_exchange(am_context_t* ctx, am_splitc_gptr_t mine,
+                                            am_splitc_gptr_t* all) AM_NOEXCEPT;
 
 /// The address of the `bytes` at `p` in this process when `p`'s segment is mapped here (always
 /// for this rank; for every rank on threads and shm unless `AM_RMA=am`), else NULL (also when
 /// the range leaves the segment, `p` is null or its rank is out of range). Accesses through it
 /// are ordinary memory accesses: synchronise with flags or barriers.
-void* am_local(const am_context_t* ctx, am_gptr_t p, size_t bytes) AM_NOEXCEPT;
+void* am_splitc_local(const am_context_t* ctx, am_splitc_gptr_t p, size_t bytes) AM_NOEXCEPT;
 
 /// Stores in `*out` the global pointer of `addr`, whose `bytes` must lie in this rank's
 /// segment (else `AM_ERR_OUT_OF_SEGMENT`).
-AM_NODISCARD am_status_t am_to_global(am_context_t* ctx, const void* addr, size_t bytes,
-                                      am_gptr_t* out) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_to_global(am_context_t* ctx, const void* addr, size_t bytes,
+                                             am_splitc_gptr_t* out) AM_NOEXCEPT;
 
 /* -------------------------------------------------------------------------------- flags */
 
 /// A Split-C flag: a completion counter with an identity other ranks' puts can name. Opaque;
-/// created by `am_flag_create`, freed by `am_flag_free`. Distinct from `am_counter_t`, which
-/// has no identity and serves handlers.
-typedef struct am_flag am_flag_t;
+/// created by `am_splitc_flag_create`, freed by `am_splitc_flag_free`. Distinct from
+/// `am_counter_t`, which has no identity and serves handlers.
+typedef struct am_splitc_flag am_splitc_flag_t;
 
 /// Most flags (with the C++ `am::counter`s) a rank may have alive at once.
-#define AM_MAX_FLAGS 4096u
+#define AM_SPLITC_MAX_FLAGS 4096u
 
 /// Creates a flag at 0 on this rank and stores it in `*out` (NULL on failure). Its identity is
 /// the lowest position free among the rank's live flags: create remote flags in the same order
-/// on every rank. `AM_ERR_TOO_LARGE` when `AM_MAX_FLAGS` are alive.
-AM_NODISCARD am_status_t am_flag_create(am_context_t* ctx, am_flag_t** out) AM_NOEXCEPT;
+/// on every rank. `AM_ERR_TOO_LARGE` when `AM_SPLITC_MAX_FLAGS` are alive.
+AM_NODISCARD am_status_t am_splitc_flag_create(am_context_t* ctx,
+                                               am_splitc_flag_t** out) AM_NOEXCEPT;
 
 /// Frees a flag (NULL is ignored) and its position. No put, get or handler may still count
 /// it: free remote flags only once every put naming them has been counted on every rank (e.g.
 /// after a barrier that follows the last wait). Free every flag before the rank function
 /// returns.
-void am_flag_free(am_flag_t* flag) AM_NOEXCEPT;
+void am_splitc_flag_free(am_splitc_flag_t* flag) AM_NOEXCEPT;
 
 /// The flag's count (acquire). 0 for NULL.
-uint64_t am_flag_value(const am_flag_t* flag) AM_NOEXCEPT;
+uint64_t am_splitc_flag_value(const am_splitc_flag_t* flag) AM_NOEXCEPT;
 
 /// Adds `n` (release), as a handler would to report its own completion.
-void am_flag_add(am_flag_t* flag, uint64_t n) AM_NOEXCEPT;
+void am_splitc_flag_add(am_splitc_flag_t* flag, uint64_t n) AM_NOEXCEPT;
 
 /// Sets the count back to 0. No operation that counts it may be in flight.
-void am_flag_reset(am_flag_t* flag) AM_NOEXCEPT;
+void am_splitc_flag_reset(am_splitc_flag_t* flag) AM_NOEXCEPT;
 
 /// Polls the flag's context until the count reaches `n` (Split-C's sync), backing off while
 /// nothing arrives. `AM_ERR_BAD_CONTEXT` from a handler (a remote function blocks instead),
 /// `AM_ERR_ABORTED` when the job is going down.
-AM_NODISCARD am_status_t am_flag_wait(am_flag_t* flag, uint64_t n) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_flag_wait(am_splitc_flag_t* flag, uint64_t n) AM_NOEXCEPT;
 
 /* ------------------------------------------------------------------------------ put/get */
 
 /// Blocking PUT: copies `bytes` from `src` to `dst`; returns when they are in place at the
 /// target. `src` may be NULL when `bytes` is 0.
-AM_NODISCARD am_status_t am_put(am_context_t* ctx, am_gptr_t dst, const void* src,
-                                size_t bytes) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_put(am_context_t* ctx, am_splitc_gptr_t dst, const void* src,
+                                       size_t bytes) AM_NOEXCEPT;
 
 /// Split-phase PUT: starts the copy and returns. Then `flag` (a flag of this context, naming
 /// its counterpart on `dst.rank`) counts one on the target, and `done` (a flag of this
 /// context) counts one here, when the data is in place at the target. Either may be NULL, not
-/// both (`AM_ERR_INVALID_ARGUMENT`: use `am_put` to block).
-AM_NODISCARD am_status_t am_put_nb(am_context_t* ctx, am_gptr_t dst, const void* src, size_t bytes,
-                                   am_flag_t* flag, am_flag_t* done) AM_NOEXCEPT;
+/// both (`AM_ERR_INVALID_ARGUMENT`: use `am_splitc_put` to block).
+AM_NODISCARD am_status_t am_splitc_put_nb(am_context_t* ctx, am_splitc_gptr_t dst, const void* src,
+                                          size_t bytes, am_splitc_flag_t* flag,
+                                          am_splitc_flag_t* done) AM_NOEXCEPT;
 
 /// Blocking GET: copies `bytes` from `src` to `dst`; returns when they are there.
-AM_NODISCARD am_status_t am_get(am_context_t* ctx, void* dst, am_gptr_t src,
-                                size_t bytes) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_get(am_context_t* ctx, void* dst, am_splitc_gptr_t src,
+                                       size_t bytes) AM_NOEXCEPT;
 
 /// Split-phase GET: starts the copy and returns; `flag` (of this context, required) counts
 /// one when the data is in `dst`, which must stay valid until then.
-AM_NODISCARD am_status_t am_get_nb(am_context_t* ctx, void* dst, am_gptr_t src, size_t bytes,
-                                   am_flag_t* flag) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_get_nb(am_context_t* ctx, void* dst, am_splitc_gptr_t src,
+                                          size_t bytes, am_splitc_flag_t* flag) AM_NOEXCEPT;
 
 /// Strided (2-D block) PUT, blocking: `rows` rows of `width` bytes; row i goes from
 /// `src + i * src_stride` to `dst + i * dst_stride` (strides in bytes, at least `width`
 /// when `rows` > 1, else `AM_ERR_INVALID_ARGUMENT`). Nothing is copied when `width` or
 /// `rows` is 0.
-AM_NODISCARD am_status_t am_put_strided(am_context_t* ctx, am_gptr_t dst, size_t dst_stride,
-                                        const void* src, size_t src_stride, size_t width,
-                                        size_t rows) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_put_strided(am_context_t* ctx, am_splitc_gptr_t dst,
+                                               size_t dst_stride, const void* src,
+                                               size_t src_stride, size_t width,
+                                               size_t rows) AM_NOEXCEPT;
 
-/// Strided PUT, split-phase: as `am_put_strided`, completing as `am_put_nb` (once for all rows).
-AM_NODISCARD am_status_t am_put_strided_nb(am_context_t* ctx, am_gptr_t dst, size_t dst_stride,
-                                           const void* src, size_t src_stride, size_t width,
-                                           size_t rows, am_flag_t* flag,
-                                           am_flag_t* done) AM_NOEXCEPT;
+/// Strided PUT, split-phase: as `am_splitc_put_strided`, completing as `am_splitc_put_nb` (once for
+/// all rows).
+AM_NODISCARD am_status_t am_splitc_put_strided_nb(am_context_t* ctx, am_splitc_gptr_t dst,
+                                                  size_t dst_stride, const void* src,
+                                                  size_t src_stride, size_t width, size_t rows,
+                                                  am_splitc_flag_t* flag,
+                                                  am_splitc_flag_t* done) AM_NOEXCEPT;
 
 /// Strided GET, blocking: row i goes from `src + i * src_stride` to `dst + i * dst_stride`.
-AM_NODISCARD am_status_t am_get_strided(am_context_t* ctx, void* dst, size_t dst_stride,
-                                        am_gptr_t src, size_t src_stride, size_t width,
-                                        size_t rows) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_get_strided(am_context_t* ctx, void* dst, size_t dst_stride,
+                                               am_splitc_gptr_t src, size_t src_stride,
+                                               size_t width, size_t rows) AM_NOEXCEPT;
 
-/// Strided GET, split-phase: as `am_get_strided`, completing as `am_get_nb`.
-AM_NODISCARD am_status_t am_get_strided_nb(am_context_t* ctx, void* dst, size_t dst_stride,
-                                           am_gptr_t src, size_t src_stride, size_t width,
-                                           size_t rows, am_flag_t* flag) AM_NOEXCEPT;
+/// Strided GET, split-phase: as `am_splitc_get_strided`, completing as `am_splitc_get_nb`.
+AM_NODISCARD am_status_t am_splitc_get_strided_nb(am_context_t* ctx, void* dst, size_t dst_stride,
+                                                  am_splitc_gptr_t src, size_t src_stride,
+                                                  size_t width, size_t rows,
+                                                  am_splitc_flag_t* flag) AM_NOEXCEPT;
 
 /// Indexed PUT (scatter), blocking: for i in [0, count), the element of `elem_bytes` at
 /// `src + i * elem_bytes` goes to `base + index[i] * elem_bytes`. When an index repeats,
 /// which of its elements lands there is unspecified. `index` is read before the call returns.
 /// Nothing is copied when `count` or `elem_bytes` is 0 (`index` may then be NULL).
-AM_NODISCARD am_status_t am_put_indexed(am_context_t* ctx, am_gptr_t base, const uint64_t* index,
-                                        size_t count, const void* src,
-                                        size_t elem_bytes) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_put_indexed(am_context_t* ctx, am_splitc_gptr_t base,
+                                               const uint64_t* index, size_t count, const void* src,
+                                               size_t elem_bytes) AM_NOEXCEPT;
 
-/// Indexed PUT, split-phase: completing as `am_put_nb` (once for all elements).
-AM_NODISCARD am_status_t am_put_indexed_nb(am_context_t* ctx, am_gptr_t base, const uint64_t* index,
-                                           size_t count, const void* src, size_t elem_bytes,
-                                           am_flag_t* flag, am_flag_t* done) AM_NOEXCEPT;
+/// Indexed PUT, split-phase: completing as `am_splitc_put_nb` (once for all elements).
+AM_NODISCARD am_status_t am_splitc_put_indexed_nb(am_context_t* ctx, am_splitc_gptr_t base,
+                                                  const uint64_t* index, size_t count,
+                                                  const void* src, size_t elem_bytes,
+                                                  am_splitc_flag_t* flag,
+                                                  am_splitc_flag_t* done) AM_NOEXCEPT;
 
 /// Indexed GET (gather), blocking: `dst + i * elem_bytes` gets the element at
 /// `base + index[i] * elem_bytes`.
-AM_NODISCARD am_status_t am_get_indexed(am_context_t* ctx, void* dst, am_gptr_t base,
-                                        const uint64_t* index, size_t count,
-                                        size_t elem_bytes) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_splitc_get_indexed(am_context_t* ctx, void* dst, am_splitc_gptr_t base,
+                                               const uint64_t* index, size_t count,
+                                               size_t elem_bytes) AM_NOEXCEPT;
 
-/// Indexed GET, split-phase: completing as `am_get_nb`.
-AM_NODISCARD am_status_t am_get_indexed_nb(am_context_t* ctx, void* dst, am_gptr_t base,
-                                           const uint64_t* index, size_t count, size_t elem_bytes,
-                                           am_flag_t* flag) AM_NOEXCEPT;
+/// Indexed GET, split-phase: completing as `am_splitc_get_nb`.
+AM_NODISCARD am_status_t am_splitc_get_indexed_nb(am_context_t* ctx, void* dst,
+                                                  am_splitc_gptr_t base, const uint64_t* index,
+                                                  size_t count, size_t elem_bytes,
+                                                  am_splitc_flag_t* flag) AM_NOEXCEPT;
 
 #ifdef __cplusplus
 }  // extern "C"
+#endif
+
+#define AM_AM_SPLITC_H_DECLARED /* for am_deprecated.h */
+#ifndef AM_NO_DEPRECATED
+#include <am/am_deprecated.h>
 #endif
 
 #endif /* AM_AM_SPLITC_H */

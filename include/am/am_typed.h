@@ -11,9 +11,9 @@
  * am_typed_create(ctx, sizeof(struct visit), on_visits, &state, "visit", &visits); // collective
  * am_typed_layer_t* out;
  * am_typed_coalesce(visits, 0, &out);
- * am_epoch_begin(ctx, -1);                                   // collective
+ * am_typed_epoch_begin(ctx, -1);                             // collective
  * am_typed_layer_send(out, &(struct visit){v, 1}, owner(v));
- * am_epoch_end(ctx, 0, NULL, NULL);  // every visit, nested ones too, has been handled
+ * am_typed_epoch_end(ctx, 0, NULL, NULL);  // every visit, nested ones too, has been handled
  * ```
  *
  * A C message type is the same thing as a C++ `am::message_type<T>` with `sizeof(T)` =
@@ -59,8 +59,8 @@ typedef struct am_typed am_typed_t;
 /// (nested sends, counted by the epoch) through any message type or layer of this rank, but
 /// may not begin or end an epoch. `ctx` is the rank's context; `user` the pointer given at
 /// creation.
-typedef void (*am_typed_fn)(am_context_t* ctx, int source, const void* items, size_t count,
-                            void* user);
+typedef void (*am_typed_fn_t)(am_context_t* ctx, int source, const void* items, size_t count,
+                              void* user);
 
 /// Creates a message type whose items are `item_size` bytes (1 ≤ item_size ≤ max_medium),
 /// handled by `fn(…, user)`. Collective: every rank creates the same types (name, item size)
@@ -68,7 +68,7 @@ typedef void (*am_typed_fn)(am_context_t* ctx, int source, const void* items, si
 /// a barrier, which fails with AM_ERR_HANDLER_MISMATCH on every rank when a rank created
 /// another name or size at this point. `name` (may be NULL: "am_typed") appears in errors.
 /// Items are copied byte-wise: they must not hold pointers that matter on another rank.
-AM_NODISCARD am_status_t am_typed_create(am_context_t* ctx, size_t item_size, am_typed_fn fn,
+AM_NODISCARD am_status_t am_typed_create(am_context_t* ctx, size_t item_size, am_typed_fn_t fn,
                                          void* user, const char* name,
                                          am_typed_t** out) AM_NOEXCEPT;
 
@@ -101,7 +101,7 @@ typedef struct am_typed_layer am_typed_layer_t;
 /// Combines `item` into `acc` (both `item_size` bytes, same key, 8-aligned; `acc` is the
 /// held item and writable): e.g. keeps the smaller value. `user` as given at creation. Must
 /// not send or call into the library.
-typedef void (*am_combine_fn)(void* acc, const void* item, void* user);
+typedef void (*am_typed_combine_fn_t)(void* acc, const void* item, void* user);
 
 /// Per-destination coalescing over `type` (AM++ §3.2.1): items to one destination are
 /// appended to its buffer of `bytes` bytes (0: the C++ default, 16 KiB, less beyond 256
@@ -125,9 +125,9 @@ AM_NODISCARD am_status_t am_typed_dedup(am_typed_t* type, am_typed_layer_t* next
 /// sent when the cache reaches `max_entries` (0: 2^20), on `am_typed_layer_flush` and before
 /// the epoch ends. Sends to `next` (a coalescing layer of `type`) or straight to `type`.
 AM_NODISCARD am_status_t am_typed_reduce(am_typed_t* type, am_typed_layer_t* next,
-                                         size_t key_offset, size_t key_size, am_combine_fn combine,
-                                         void* user, size_t max_entries,
-                                         am_typed_layer_t** out) AM_NOEXCEPT;
+                                         size_t key_offset, size_t key_size,
+                                         am_typed_combine_fn_t combine, void* user,
+                                         size_t max_entries, am_typed_layer_t** out) AM_NOEXCEPT;
 
 /// Sends one item (`item_size` bytes at `item`, any alignment, copied before it returns)
 /// through `layer` to `dest`. Same errors as `am_typed_send` (checked also for an item a dedup
@@ -150,7 +150,7 @@ void am_typed_layer_free(am_typed_layer_t* layer) AM_NOEXCEPT;
 /* --------------------------------------------------------------------------------- epochs */
 
 /// One rank's statistics of an epoch (C++ `am::epoch_stats`).
-typedef struct am_epoch_stats {
+typedef struct am_typed_epoch_stats {
     uint64_t epoch;             ///< the epoch's number on this rank (1, 2, ...)
     uint64_t messages_sent;     ///< typed messages this rank sent (after dedup and combining)
     uint64_t messages_handled;  ///< typed messages of the epoch handled on this rank
@@ -160,14 +160,14 @@ typedef struct am_epoch_stats {
     uint64_t combined;          ///< items folded into another by combining layers
     uint64_t waves;             ///< reduction rounds of the termination detector
     double seconds;             ///< from the epoch's start to its end on this rank
-} am_epoch_stats_t;
+} am_typed_epoch_stats_t;
 
 /// Begins an epoch (AM++ §3.3). Collective, one epoch at a time, from the rank's thread
 /// outside handlers. `depth` -1: handlers may send to any depth; d ≥ 0 (at most 6): a promise
 /// that messages nest at most d deep (0: handlers send nothing), which lets the epoch end in
 /// one reduction round; a deeper send fails with AM_ERR_BAD_CONTEXT. AM_ERR_BAD_CONTEXT when
 /// an epoch is open or in a handler.
-AM_NODISCARD am_status_t am_epoch_begin(am_context_t* ctx, int depth) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_typed_epoch_begin(am_context_t* ctx, int depth) AM_NOEXCEPT;
 
 /// Ends the open epoch: collective. Flushes every layer, handles arriving messages and
 /// returns when every typed message sent in the epoch, nested ones too, has been handled on
@@ -175,11 +175,16 @@ AM_NODISCARD am_status_t am_epoch_begin(am_context_t* ctx, int depth) AM_NOEXCEP
 /// be NULL) this rank's statistics. AM_ERR_BAD_CONTEXT without an open epoch or in a handler
 /// (the epoch then stays open); AM_ERR_ABORTED or AM_ERR_TIMEOUT when the job goes down (the
 /// epoch is then closed).
-AM_NODISCARD am_status_t am_epoch_end(am_context_t* ctx, uint64_t value, uint64_t* sum,
-                                      am_epoch_stats_t* stats) AM_NOEXCEPT;
+AM_NODISCARD am_status_t am_typed_epoch_end(am_context_t* ctx, uint64_t value, uint64_t* sum,
+                                            am_typed_epoch_stats_t* stats) AM_NOEXCEPT;
 
 #ifdef __cplusplus
 }  // extern "C"
+#endif
+
+#define AM_AM_TYPED_H_DECLARED /* for am_deprecated.h */
+#ifndef AM_NO_DEPRECATED
+#include <am/am_deprecated.h>
 #endif
 
 #endif /* AM_AM_TYPED_H */

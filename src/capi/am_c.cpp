@@ -148,7 +148,7 @@ using any_fn = void (*)();
 /// What the core's handler table owns for one C handler.
 struct c_handler {
     std::shared_ptr<am_context> ctx;
-    any_fn fn;  // an am_short_fn, am_medium_fn or am_long_fn, by category
+    any_fn fn;  // an am_short_fn_t, am_medium_fn_t or am_long_fn_t, by category
     void* user;
     unsigned nargs;
 };
@@ -156,21 +156,21 @@ struct c_handler {
 void invoke_short(void* obj, am::token& t, const std::uint64_t* args, std::byte*, std::size_t) {
     auto* h = static_cast<c_handler*>(obj);
     am_token tok{&t, h->ctx.get()};
-    reinterpret_cast<am_short_fn>(h->fn)(&tok, args, h->nargs, h->user);
+    reinterpret_cast<am_short_fn_t>(h->fn)(&tok, args, h->nargs, h->user);
 }
 
 void invoke_medium(void* obj, am::token& t, const std::uint64_t* args, std::byte* payload,
                    std::size_t len) {
     auto* h = static_cast<c_handler*>(obj);
     am_token tok{&t, h->ctx.get()};
-    reinterpret_cast<am_medium_fn>(h->fn)(&tok, payload, len, args, h->nargs, h->user);
+    reinterpret_cast<am_medium_fn_t>(h->fn)(&tok, payload, len, args, h->nargs, h->user);
 }
 
 void invoke_long(void* obj, am::token& t, const std::uint64_t* args, std::byte* payload,
                  std::size_t len) {
     auto* h = static_cast<c_handler*>(obj);
     am_token tok{&t, h->ctx.get()};
-    reinterpret_cast<am_long_fn>(h->fn)(&tok, payload, len, args, h->nargs, h->user);
+    reinterpret_cast<am_long_fn_t>(h->fn)(&tok, payload, len, args, h->nargs, h->user);
 }
 
 void destroy_handler(void* obj) {
@@ -283,7 +283,7 @@ const char* const status_strings[] = {
     "AM_ERR_BROKEN_PROMISE: a future's producer went away without a result",
 };
 
-void run_c_rank(am::context& ctx, am_rank_fn rank_fn, void* arg) {
+void run_c_rank(am::context& ctx, am_rank_fn_t rank_fn, void* arg) {
     const auto c = std::make_shared<am_context>(ctx);
     rank_fn(c.get(), arg);
     // A C rank reports failure by am_abort and returning; turn that into the failure of this
@@ -300,7 +300,7 @@ void run_c_rank(am::context& ctx, am_rank_fn rank_fn, void* arg) {
 
 extern "C" {
 
-int am_run(int argc, char** argv, am_rank_fn rank_fn, void* arg) noexcept {
+int am_run(int argc, char** argv, am_rank_fn_t rank_fn, void* arg) noexcept {
     if (rank_fn == nullptr) {
         std::fputs("am_run: rank_fn is NULL\n", stderr);
         return 1;
@@ -357,19 +357,19 @@ const char* am_status_string(am_status_t status) noexcept {
     return i < std::size(status_strings) ? status_strings[i] : "unknown am_status_t value";
 }
 
-am_status_t am_register_short(am_context_t* ctx, am_short_fn fn, unsigned nargs, void* user,
+am_status_t am_register_short(am_context_t* ctx, am_short_fn_t fn, unsigned nargs, void* user,
                               am_handler_t* out) noexcept {
     return register_c(ctx, "am_register_short", category::short_am, reinterpret_cast<any_fn>(fn),
                       nargs, user, out);
 }
 
-am_status_t am_register_medium(am_context_t* ctx, am_medium_fn fn, unsigned nargs, void* user,
+am_status_t am_register_medium(am_context_t* ctx, am_medium_fn_t fn, unsigned nargs, void* user,
                                am_handler_t* out) noexcept {
     return register_c(ctx, "am_register_medium", category::medium, reinterpret_cast<any_fn>(fn),
                       nargs, user, out);
 }
 
-am_status_t am_register_long(am_context_t* ctx, am_long_fn fn, unsigned nargs, void* user,
+am_status_t am_register_long(am_context_t* ctx, am_long_fn_t fn, unsigned nargs, void* user,
                              am_handler_t* out) noexcept {
     return register_c(ctx, "am_register_long", category::long_am, reinterpret_cast<any_fn>(fn),
                       nargs, user, out);

@@ -16,7 +16,7 @@
 #include <string>
 #include <utility>
 
-static_assert(AM_ANY_SOURCE == am::any_source && AM_ANY_TAG == am::any_tag);
+static_assert(AM_MSG_ANY_SOURCE == am::any_source && AM_MSG_ANY_TAG == am::any_tag);
 
 /// A C request: the C++ request until the operation is over, then its outcome.
 struct am_msg_request {
@@ -44,7 +44,7 @@ std::string without_where(const std::string& what) {
 template <class F>
 am_status_t run_c(am_context* ctx, const char* call, F&& f) noexcept {
     return guarded_c(ctx, call,
-                     {{"am::any_source", "AM_ANY_SOURCE"}, {"am::any_tag", "AM_ANY_TAG"}},
+                     {{"am::any_source", "AM_MSG_ANY_SOURCE"}, {"am::any_tag", "AM_MSG_ANY_TAG"}},
                      std::forward<F>(f));
 }
 
@@ -97,46 +97,47 @@ void report(const char* call, const am_msg_request* r, am_msg_status_t* status) 
 
 extern "C" {
 
-am_status_t am_send(am_context_t* ctx, int dest, int tag, const void* data, size_t len) noexcept {
-    return run_c(ctx, "am_send", [&] {
-        check_data("am_send", ctx, data, len, "data pointer");
+am_status_t am_msg_send(am_context_t* ctx, int dest, int tag, const void* data,
+                        size_t len) noexcept {
+    return run_c(ctx, "am_msg_send", [&] {
+        check_data("am_msg_send", ctx, data, len, "data pointer");
         am::detail::msg_send(*ctx->cxx, dest, tag, {static_cast<const std::byte*>(data), len});
     });
 }
 
-am_status_t am_recv(am_context_t* ctx, int source, int tag, void* buf, size_t cap,
-                    am_msg_status_t* status) noexcept {
-    return run_c(ctx, "am_recv", [&] {
-        check_data("am_recv", ctx, buf, cap, "receive buffer");
+am_status_t am_msg_recv(am_context_t* ctx, int source, int tag, void* buf, size_t cap,
+                        am_msg_status_t* status) noexcept {
+    return run_c(ctx, "am_msg_recv", [&] {
+        check_data("am_msg_recv", ctx, buf, cap, "receive buffer");
         store(status,
               am::detail::msg_recv(*ctx->cxx, source, tag, {static_cast<std::byte*>(buf), cap}));
     });
 }
 
-am_status_t am_isend(am_context_t* ctx, int dest, int tag, const void* data, size_t len,
-                     am_msg_request_t** out) noexcept {
+am_status_t am_msg_send_nb(am_context_t* ctx, int dest, int tag, const void* data, size_t len,
+                           am_msg_request_t** out) noexcept {
     if (out != nullptr) *out = nullptr;
-    return run_c(ctx, "am_isend", [&] {
-        check_pointer("am_isend", ctx, out, true, "pointer for the request");
-        check_data("am_isend", ctx, data, len, "data pointer");
+    return run_c(ctx, "am_msg_send_nb", [&] {
+        check_pointer("am_msg_send_nb", ctx, out, true, "pointer for the request");
+        check_data("am_msg_send_nb", ctx, data, len, "data pointer");
         auto r = std::make_unique<am_msg_request>();
         r->ctx = ctx->shared_from_this();
-        r->cxx = am::detail::msg_isend(*ctx->cxx, dest, tag,
-                                       {static_cast<const std::byte*>(data), len}, "am_isend");
+        r->cxx = am::detail::msg_isend(
+            *ctx->cxx, dest, tag, {static_cast<const std::byte*>(data), len}, "am_msg_send_nb");
         *out = r.release();
     });
 }
 
-am_status_t am_irecv(am_context_t* ctx, int source, int tag, void* buf, size_t cap,
-                     am_msg_request_t** out) noexcept {
+am_status_t am_msg_recv_nb(am_context_t* ctx, int source, int tag, void* buf, size_t cap,
+                           am_msg_request_t** out) noexcept {
     if (out != nullptr) *out = nullptr;
-    return run_c(ctx, "am_irecv", [&] {
-        check_pointer("am_irecv", ctx, out, true, "pointer for the request");
-        check_data("am_irecv", ctx, buf, cap, "receive buffer");
+    return run_c(ctx, "am_msg_recv_nb", [&] {
+        check_pointer("am_msg_recv_nb", ctx, out, true, "pointer for the request");
+        check_data("am_msg_recv_nb", ctx, buf, cap, "receive buffer");
         auto r = std::make_unique<am_msg_request>();
         r->ctx = ctx->shared_from_this();
         r->cxx = am::detail::msg_irecv(*ctx->cxx, source, tag, {static_cast<std::byte*>(buf), cap},
-                                       "am_irecv");
+                                       "am_msg_recv_nb");
         *out = r.release();
     });
 }

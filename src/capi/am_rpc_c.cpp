@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The RPC part of the C API (include/am/am.h, "RPC") over am::rpc and am::future: a C remote
+// The RPC C API (include/am/am_rpc.h) over am::rpc and am::future: a C remote
 // function is a C++ callable taking the caller's rank and the argument bytes and returning
 // the result bytes, registered with am::rpc_register, so it runs as an optimistic handler and
 // may block; a C future owns an am::future of those bytes and keeps the result once taken.
@@ -8,6 +8,7 @@
 #include <am/core/layer.hpp>
 
 #include <am/am.h>
+#include <am/am_rpc.h>
 #include <am/context.hpp>
 #include <am/future.hpp>
 #include <am/rpc.hpp>
@@ -35,7 +36,7 @@ struct am_rpc_reply {
 };
 
 /// A C future: the C++ future until its value is taken, then the value (or the failure).
-struct am_future {
+struct am_rpc_future {
     std::shared_ptr<am_context> ctx;
     am::future<std::vector<std::byte>> cxx;
     am_rpc_t id = AM_RPC_INVALID;
@@ -69,7 +70,7 @@ std::string label(const std::string& name) {
 /// whether it waits for a result travel as arguments: a C++ remote function learns neither.
 struct c_remote {
     std::shared_ptr<am_context> ctx;
-    am_rpc_fn fn;
+    am_rpc_fn_t fn;
     void* user;
     std::string name;
 
@@ -174,7 +175,7 @@ std::string c_remote_error(const am_context* c, am_rpc_t id, std::string what) {
 
 /// Waits for the future's result and takes it (once): a failed call is kept as the result.
 /// What the wait itself throws (abort, a plain handler) propagates and takes nothing.
-void take(am_future* f) {
+void take(am_rpc_future* f) {
     if (f->taken) return;
     f->cxx.wait();
     try {
@@ -217,7 +218,7 @@ am_status_t answer(am_rpc_reply* r, const char* call, const void* data, std::siz
 
 extern "C" {
 
-am_status_t am_rpc_register(am_context_t* ctx, am_rpc_fn fn, void* user,
+am_status_t am_rpc_register(am_context_t* ctx, am_rpc_fn_t fn, void* user,
                             am_rpc_t* id_out) noexcept {
     if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
     if (id_out != nullptr) *id_out = AM_RPC_INVALID;
@@ -239,14 +240,14 @@ size_t am_rpc_max_bytes(const am_context_t* ctx) noexcept {
 }
 
 am_status_t am_rpc_call(am_context_t* ctx, int rank, am_rpc_t id, const void* args, size_t len,
-                        am_future_t** out) noexcept {
+                        am_rpc_future_t** out) noexcept {
     if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
     if (out != nullptr) *out = nullptr;
     const c_call c{"am_rpc_call", ctx, rank, id, args, len};
     return guarded(ctx, c.call, [&] {
         check_pointer(c.call, ctx, out, true, "future pointer");
         const byte_view a = checked_args(c);
-        auto f = std::make_unique<am_future>();
+        auto f = std::make_unique<am_rpc_future>();
         f->ctx = ctx->shared_from_this();
         f->id = id;
         f->cxx = am::rpc(*ctx->cxx, rank, remote_t{id}, ctx->cxx->rank(), true, a);
@@ -273,11 +274,11 @@ am_status_t am_rpc_reply_error(am_rpc_reply_t* reply, const char* message) noexc
                   message != nullptr ? message : "(no message)");
 }
 
-am_status_t am_future_test(am_future_t* future, int* ready) noexcept {
+am_status_t am_rpc_future_test(am_rpc_future_t* future, int* ready) noexcept {
     if (future == nullptr) return AM_ERR_INVALID_ARGUMENT;
     am_context* ctx = future->ctx.get();
-    return guarded(ctx, "am_future_test", [&] {
-        check_pointer("am_future_test", ctx, ready, true, "ready pointer");
+    return guarded(ctx, "am_rpc_future_test", [&] {
+        check_pointer("am_rpc_future_test", ctx, ready, true, "ready pointer");
         *ready = future->taken || future->cxx.ready();
         if (*ready == 0 && !in_handler(ctx)) {
             (void)ctx->cxx->poll();
@@ -286,19 +287,20 @@ am_status_t am_future_test(am_future_t* future, int* ready) noexcept {
     });
 }
 
-am_status_t am_future_wait(am_future_t* future) noexcept {
+am_status_t am_rpc_future_wait(am_rpc_future_t* future) noexcept {
     if (future == nullptr) return AM_ERR_INVALID_ARGUMENT;
-    return guarded(future->ctx.get(), "am_future_wait", [&] {
+    return guarded(future->ctx.get(), "am_rpc_future_wait", [&] {
         if (!future->taken) future->cxx.wait();
     });
 }
 
-am_status_t am_future_get(am_future_t* future, void* buf, size_t cap, size_t* len) noexcept {
+am_status_t am_rpc_future_get(am_rpc_future_t* future, void* buf, size_t cap,
+                              size_t* len) noexcept {
     if (len != nullptr) *len = 0;
     if (future == nullptr) return AM_ERR_INVALID_ARGUMENT;
     am_context* ctx = future->ctx.get();
-    return guarded(ctx, "am_future_get", [&] {
-        check_pointer("am_future_get", ctx, buf, cap != 0, "buffer");
+    return guarded(ctx, "am_rpc_future_get", [&] {
+        check_pointer("am_rpc_future_get", ctx, buf, cap != 0, "buffer");
         take(future);
         if (future->status != AM_OK) {
             throw am::error(static_cast<errc>(future->status), future->error);
@@ -306,7 +308,7 @@ am_status_t am_future_get(am_future_t* future, void* buf, size_t cap, size_t* le
         const std::size_t n = future->value.size();
         if (len != nullptr) *len = n;
         if (n > cap) {
-            fail(errc::too_large, "am_future_get", ctx,
+            fail(errc::too_large, "am_rpc_future_get", ctx,
                  "a result of " + std::to_string(n) + " bytes does not fit the buffer of " +
                      std::to_string(cap) + " bytes (kept; ask again with a larger one)");
         }
@@ -314,7 +316,7 @@ am_status_t am_future_get(am_future_t* future, void* buf, size_t cap, size_t* le
     });
 }
 
-void am_future_free(am_future_t* future) noexcept {
+void am_rpc_future_free(am_rpc_future_t* future) noexcept {
     delete future;
 }
 

@@ -19,13 +19,13 @@
 
 /// A C flag: the C++ counter (its position in the layer's table is the flag's identity) and
 /// the context it polls.
-struct am_flag {
-    explicit am_flag(am_context* c) : ctx(c->shared_from_this()), cxx(*c->cxx) {}
+struct am_splitc_flag {
+    explicit am_splitc_flag(am_context* c) : ctx(c->shared_from_this()), cxx(*c->cxx) {}
     std::shared_ptr<am_context> ctx;
     am::counter cxx;
 };
 
-static_assert(std::is_standard_layout_v<am_gptr_t> && sizeof(am_gptr_t) == 16);
+static_assert(std::is_standard_layout_v<am_splitc_gptr_t> && sizeof(am_splitc_gptr_t) == 16);
 
 namespace {
 
@@ -37,7 +37,7 @@ using am::detail::rma_shape;
 
 /// The context a flag passed to `call` belongs to must be the caller's: a flag names a
 /// position in its own rank's table.
-am::counter* flag_of(const char* call, const am_context* c, am_flag_t* f, const char* what) {
+am::counter* flag_of(const char* call, const am_context* c, am_splitc_flag_t* f, const char* what) {
     if (f == nullptr) return nullptr;
     if (f->ctx.get() != c) {
         fail(errc::invalid_argument, call, c,
@@ -62,7 +62,7 @@ void check_local_span(const char* call, const am_context* c, std::size_t stride,
 
 // ----------------------------------------------------------------------------- the shapes
 
-rma_shape contiguous(am_gptr_t p, const void* local, std::size_t bytes) {
+rma_shape contiguous(am_splitc_gptr_t p, const void* local, std::size_t bytes) {
     return rma_shape{p.rank,
                      p.offset,
                      bytes,
@@ -72,9 +72,9 @@ rma_shape contiguous(am_gptr_t p, const void* local, std::size_t bytes) {
                      bytes == 0 ? 0u : 1u};
 }
 
-rma_shape strided(const char* call, const am_context* c, am_gptr_t p, std::size_t remote_stride,
-                  const void* local, std::size_t local_stride, std::size_t width,
-                  std::size_t rows) {
+rma_shape strided(const char* call, const am_context* c, am_splitc_gptr_t p,
+                  std::size_t remote_stride, const void* local, std::size_t local_stride,
+                  std::size_t width, std::size_t rows) {
     check_local_span(call, c, local_stride, width, rows);
     return rma_shape{p.rank,
                      p.offset,
@@ -85,8 +85,9 @@ rma_shape strided(const char* call, const am_context* c, am_gptr_t p, std::size_
                      width == 0 ? 0 : rows};
 }
 
-rma_shape indexed(const char* call, const am_context* c, am_gptr_t base, const std::uint64_t* index,
-                  std::size_t count, const void* local, std::size_t elem) {
+rma_shape indexed(const char* call, const am_context* c, am_splitc_gptr_t base,
+                  const std::uint64_t* index, std::size_t count, const void* local,
+                  std::size_t elem) {
     const std::size_t rows = elem == 0 ? 0 : count;
     check_pointer(call, c, index, rows != 0, "index array");
     check_local_span(call, c, elem, elem, rows);
@@ -97,19 +98,22 @@ rma_shape indexed(const char* call, const am_context* c, am_gptr_t base, const s
 
 // ---------------------------------------------------------------------------- the calls
 
-void put_c(am_context* c, const char* call, const rma_shape& s, am_flag_t* flag, am_flag_t* done,
-           bool blocking) {
+void put_c(am_context* c, const char* call, const rma_shape& s, am_splitc_flag_t* flag,
+           am_splitc_flag_t* done, bool blocking) {
     if (!blocking && flag == nullptr && done == nullptr) {
-        fail(errc::invalid_argument, call, c,
-             "a split-phase put needs a flag or a done flag (am_put and its variants block)");
+        fail(
+            errc::invalid_argument, call, c,
+            "a split-phase put needs a flag or a done flag (am_splitc_put and its variants block)");
     }
     am::counter* f = flag_of(call, c, flag, "the flag");
     am::counter* d = flag_of(call, c, done, "the done flag");
     am::detail::rma_put(*c->cxx, s, f, d, call);
 }
 
-void get_c(am_context* c, const char* call, const rma_shape& s, am_flag_t* flag, bool blocking) {
-    if (!blocking) check_pointer(call, c, flag, true, "flag (am_get and its variants block)");
+void get_c(am_context* c, const char* call, const rma_shape& s, am_splitc_flag_t* flag,
+           bool blocking) {
+    if (!blocking)
+        check_pointer(call, c, flag, true, "flag (am_splitc_get and its variants block)");
     am::detail::rma_get(*c->cxx, s, flag_of(call, c, flag, "the flag"), call);
 }
 
@@ -118,7 +122,8 @@ void get_c(am_context* c, const char* call, const rma_shape& s, am_flag_t* flag,
 template <class F>
 am_status_t run_c(am_context* ctx, const char* call, F&& f) noexcept {
     return guarded_c(
-        ctx, call, {{"null global_ptr", "null global pointer"}, {"by allocate", "by am_allocate"}},
+        ctx, call,
+        {{"null global_ptr", "null global pointer"}, {"by allocate", "by am_splitc_alloc"}},
         std::forward<F>(f));
 }
 
@@ -128,10 +133,11 @@ extern "C" {
 
 // --------------------------------------------------------------------------------- allocation
 
-am_status_t am_allocate(am_context_t* ctx, size_t bytes, size_t align, am_gptr_t* out) noexcept {
-    if (out != nullptr) *out = am_gptr(-1, 0);
-    return run_c(ctx, "am_allocate", [&] {
-        const char* call = "am_allocate";
+am_status_t am_splitc_alloc(am_context_t* ctx, size_t bytes, size_t align,
+                            am_splitc_gptr_t* out) noexcept {
+    if (out != nullptr) *out = am_splitc_gptr(-1, 0);
+    return run_c(ctx, "am_splitc_alloc", [&] {
+        const char* call = "am_splitc_alloc";
         check_pointer(call, ctx, out, true, "pointer for the result");
         const std::size_t seg = ctx->cxx->segment().size();
         if ((align & (align - 1)) != 0 || align > seg) {
@@ -142,173 +148,181 @@ am_status_t am_allocate(am_context_t* ctx, size_t bytes, size_t align, am_gptr_t
         }
         const std::uint64_t offset =
             am::detail::rma_allocate(*ctx->cxx, bytes, align < 16 ? 16 : align);
-        *out = am_gptr(ctx->cxx->rank(), offset);
+        *out = am_splitc_gptr(ctx->cxx->rank(), offset);
     });
 }
 
-am_status_t am_deallocate(am_context_t* ctx, am_gptr_t p) noexcept {
-    return run_c(ctx, "am_deallocate",
+am_status_t am_splitc_free(am_context_t* ctx, am_splitc_gptr_t p) noexcept {
+    return run_c(ctx, "am_splitc_free",
                  [&] { am::detail::rma_deallocate(*ctx->cxx, p.rank, p.offset); });
 }
 
-am_status_t am_exchange(am_context_t* ctx, am_gptr_t mine, am_gptr_t* all) noexcept {
-    return run_c(ctx, "am_exchange", [&] {
-        check_pointer("am_exchange", ctx, all, true, "result array");
+am_status_t am_splitc_exchange(am_context_t* ctx, am_splitc_gptr_t mine,
+                               am_splitc_gptr_t* all) noexcept {
+    return run_c(ctx, "am_splitc_exchange", [&] {
+        check_pointer("am_splitc_exchange", ctx, all, true, "result array");
         // Rank and offset as two fixed-size words: the same layout in every process.
         const std::uint64_t in[2] = {
             static_cast<std::uint64_t>(static_cast<std::int64_t>(mine.rank)), mine.offset};
         std::vector<std::uint64_t> words(2 * static_cast<std::size_t>(ctx->cxx->size()));
         am::detail::rma_exchange(*ctx->cxx, in, words.data(), sizeof in);
         for (std::size_t r = 0; r < words.size() / 2; ++r) {
-            all[r] = am_gptr(static_cast<int>(static_cast<std::int64_t>(words[2 * r])),
-                             words[2 * r + 1]);
+            all[r] = am_splitc_gptr(static_cast<int>(static_cast<std::int64_t>(words[2 * r])),
+                                    words[2 * r + 1]);
         }
     });
 }
 
-void* am_local(const am_context_t* ctx, am_gptr_t p, size_t bytes) noexcept {
+void* am_splitc_local(const am_context_t* ctx, am_splitc_gptr_t p, size_t bytes) noexcept {
     return ctx == nullptr ? nullptr : am::detail::rma_local(*ctx->cxx, p.rank, p.offset, bytes);
 }
 
-am_status_t am_to_global(am_context_t* ctx, const void* addr, size_t bytes,
-                         am_gptr_t* out) noexcept {
-    if (out != nullptr) *out = am_gptr(-1, 0);
-    return run_c(ctx, "am_to_global", [&] {
-        check_pointer("am_to_global", ctx, out, true, "pointer for the result");
-        *out = am_gptr(ctx->cxx->rank(), am::detail::rma_offset_of(*ctx->cxx, addr, bytes));
+am_status_t am_splitc_to_global(am_context_t* ctx, const void* addr, size_t bytes,
+                                am_splitc_gptr_t* out) noexcept {
+    if (out != nullptr) *out = am_splitc_gptr(-1, 0);
+    return run_c(ctx, "am_splitc_to_global", [&] {
+        check_pointer("am_splitc_to_global", ctx, out, true, "pointer for the result");
+        *out = am_splitc_gptr(ctx->cxx->rank(), am::detail::rma_offset_of(*ctx->cxx, addr, bytes));
     });
 }
 
 // -------------------------------------------------------------------------------------- flags
 
-am_status_t am_flag_create(am_context_t* ctx, am_flag_t** out) noexcept {
+am_status_t am_splitc_flag_create(am_context_t* ctx, am_splitc_flag_t** out) noexcept {
     if (out != nullptr) *out = nullptr;
-    return run_c(ctx, "am_flag_create", [&] {
-        check_pointer("am_flag_create", ctx, out, true, "pointer for the flag");
-        auto f = std::make_unique<am_flag>(ctx);
-        if (f->cxx.id() >= AM_MAX_FLAGS) {
-            fail(errc::too_large, "am_flag_create", ctx,
-                 "AM_MAX_FLAGS = " + std::to_string(AM_MAX_FLAGS) +
+    return run_c(ctx, "am_splitc_flag_create", [&] {
+        check_pointer("am_splitc_flag_create", ctx, out, true, "pointer for the flag");
+        auto f = std::make_unique<am_splitc_flag>(ctx);
+        if (f->cxx.id() >= AM_SPLITC_MAX_FLAGS) {
+            fail(errc::too_large, "am_splitc_flag_create", ctx,
+                 "AM_SPLITC_MAX_FLAGS = " + std::to_string(AM_SPLITC_MAX_FLAGS) +
                      " flags and C++ counters are alive already");
         }
         *out = f.release();
     });
 }
 
-void am_flag_free(am_flag_t* flag) noexcept {
+void am_splitc_flag_free(am_splitc_flag_t* flag) noexcept {
     delete flag;
 }
 
-uint64_t am_flag_value(const am_flag_t* flag) noexcept {
+uint64_t am_splitc_flag_value(const am_splitc_flag_t* flag) noexcept {
     return flag == nullptr ? 0 : flag->cxx.value();
 }
 
-void am_flag_add(am_flag_t* flag, uint64_t n) noexcept {
+void am_splitc_flag_add(am_splitc_flag_t* flag, uint64_t n) noexcept {
     if (flag != nullptr) flag->cxx.add(n);
 }
 
-void am_flag_reset(am_flag_t* flag) noexcept {
+void am_splitc_flag_reset(am_splitc_flag_t* flag) noexcept {
     if (flag != nullptr) flag->cxx.reset();
 }
 
-am_status_t am_flag_wait(am_flag_t* flag, uint64_t n) noexcept {
+am_status_t am_splitc_flag_wait(am_splitc_flag_t* flag, uint64_t n) noexcept {
     if (flag == nullptr) return AM_ERR_INVALID_ARGUMENT;
-    return guarded(flag->ctx.get(), "am_flag_wait", [&] { flag->cxx.wait(n); });
+    return guarded(flag->ctx.get(), "am_splitc_flag_wait", [&] { flag->cxx.wait(n); });
 }
 
 // ------------------------------------------------------------------------------------ put/get
 
-am_status_t am_put(am_context_t* ctx, am_gptr_t dst, const void* src, size_t bytes) noexcept {
-    return run_c(ctx, "am_put", [&] {
-        put_c(ctx, "am_put", contiguous(dst, src, bytes), nullptr, nullptr, true);
+am_status_t am_splitc_put(am_context_t* ctx, am_splitc_gptr_t dst, const void* src,
+                          size_t bytes) noexcept {
+    return run_c(ctx, "am_splitc_put", [&] {
+        put_c(ctx, "am_splitc_put", contiguous(dst, src, bytes), nullptr, nullptr, true);
     });
 }
 
-am_status_t am_put_nb(am_context_t* ctx, am_gptr_t dst, const void* src, size_t bytes,
-                      am_flag_t* flag, am_flag_t* done) noexcept {
-    return run_c(ctx, "am_put_nb",
-                 [&] { put_c(ctx, "am_put_nb", contiguous(dst, src, bytes), flag, done, false); });
+am_status_t am_splitc_put_nb(am_context_t* ctx, am_splitc_gptr_t dst, const void* src, size_t bytes,
+                             am_splitc_flag_t* flag, am_splitc_flag_t* done) noexcept {
+    return run_c(ctx, "am_splitc_put_nb", [&] {
+        put_c(ctx, "am_splitc_put_nb", contiguous(dst, src, bytes), flag, done, false);
+    });
 }
 
-am_status_t am_get(am_context_t* ctx, void* dst, am_gptr_t src, size_t bytes) noexcept {
-    return run_c(ctx, "am_get",
-                 [&] { get_c(ctx, "am_get", contiguous(src, dst, bytes), nullptr, true); });
+am_status_t am_splitc_get(am_context_t* ctx, void* dst, am_splitc_gptr_t src,
+                          size_t bytes) noexcept {
+    return run_c(ctx, "am_splitc_get",
+                 [&] { get_c(ctx, "am_splitc_get", contiguous(src, dst, bytes), nullptr, true); });
 }
 
-am_status_t am_get_nb(am_context_t* ctx, void* dst, am_gptr_t src, size_t bytes,
-                      am_flag_t* flag) noexcept {
-    return run_c(ctx, "am_get_nb",
-                 [&] { get_c(ctx, "am_get_nb", contiguous(src, dst, bytes), flag, false); });
+am_status_t am_splitc_get_nb(am_context_t* ctx, void* dst, am_splitc_gptr_t src, size_t bytes,
+                             am_splitc_flag_t* flag) noexcept {
+    return run_c(ctx, "am_splitc_get_nb",
+                 [&] { get_c(ctx, "am_splitc_get_nb", contiguous(src, dst, bytes), flag, false); });
 }
 
-am_status_t am_put_strided(am_context_t* ctx, am_gptr_t dst, size_t dst_stride, const void* src,
-                           size_t src_stride, size_t width, size_t rows) noexcept {
-    const char* call = "am_put_strided";
+am_status_t am_splitc_put_strided(am_context_t* ctx, am_splitc_gptr_t dst, size_t dst_stride,
+                                  const void* src, size_t src_stride, size_t width,
+                                  size_t rows) noexcept {
+    const char* call = "am_splitc_put_strided";
     return run_c(ctx, call, [&] {
         put_c(ctx, call, strided(call, ctx, dst, dst_stride, src, src_stride, width, rows), nullptr,
               nullptr, true);
     });
 }
 
-am_status_t am_put_strided_nb(am_context_t* ctx, am_gptr_t dst, size_t dst_stride, const void* src,
-                              size_t src_stride, size_t width, size_t rows, am_flag_t* flag,
-                              am_flag_t* done) noexcept {
-    const char* call = "am_put_strided_nb";
+am_status_t am_splitc_put_strided_nb(am_context_t* ctx, am_splitc_gptr_t dst, size_t dst_stride,
+                                     const void* src, size_t src_stride, size_t width, size_t rows,
+                                     am_splitc_flag_t* flag, am_splitc_flag_t* done) noexcept {
+    const char* call = "am_splitc_put_strided_nb";
     return run_c(ctx, call, [&] {
         put_c(ctx, call, strided(call, ctx, dst, dst_stride, src, src_stride, width, rows), flag,
               done, false);
     });
 }
 
-am_status_t am_get_strided(am_context_t* ctx, void* dst, size_t dst_stride, am_gptr_t src,
-                           size_t src_stride, size_t width, size_t rows) noexcept {
-    const char* call = "am_get_strided";
+am_status_t am_splitc_get_strided(am_context_t* ctx, void* dst, size_t dst_stride,
+                                  am_splitc_gptr_t src, size_t src_stride, size_t width,
+                                  size_t rows) noexcept {
+    const char* call = "am_splitc_get_strided";
     return run_c(ctx, call, [&] {
         get_c(ctx, call, strided(call, ctx, src, src_stride, dst, dst_stride, width, rows), nullptr,
               true);
     });
 }
 
-am_status_t am_get_strided_nb(am_context_t* ctx, void* dst, size_t dst_stride, am_gptr_t src,
-                              size_t src_stride, size_t width, size_t rows,
-                              am_flag_t* flag) noexcept {
-    const char* call = "am_get_strided_nb";
+am_status_t am_splitc_get_strided_nb(am_context_t* ctx, void* dst, size_t dst_stride,
+                                     am_splitc_gptr_t src, size_t src_stride, size_t width,
+                                     size_t rows, am_splitc_flag_t* flag) noexcept {
+    const char* call = "am_splitc_get_strided_nb";
     return run_c(ctx, call, [&] {
         get_c(ctx, call, strided(call, ctx, src, src_stride, dst, dst_stride, width, rows), flag,
               false);
     });
 }
 
-am_status_t am_put_indexed(am_context_t* ctx, am_gptr_t base, const uint64_t* index, size_t count,
-                           const void* src, size_t elem_bytes) noexcept {
-    const char* call = "am_put_indexed";
+am_status_t am_splitc_put_indexed(am_context_t* ctx, am_splitc_gptr_t base, const uint64_t* index,
+                                  size_t count, const void* src, size_t elem_bytes) noexcept {
+    const char* call = "am_splitc_put_indexed";
     return run_c(ctx, call, [&] {
         put_c(ctx, call, indexed(call, ctx, base, index, count, src, elem_bytes), nullptr, nullptr,
               true);
     });
 }
 
-am_status_t am_put_indexed_nb(am_context_t* ctx, am_gptr_t base, const uint64_t* index,
-                              size_t count, const void* src, size_t elem_bytes, am_flag_t* flag,
-                              am_flag_t* done) noexcept {
-    const char* call = "am_put_indexed_nb";
+am_status_t am_splitc_put_indexed_nb(am_context_t* ctx, am_splitc_gptr_t base,
+                                     const uint64_t* index, size_t count, const void* src,
+                                     size_t elem_bytes, am_splitc_flag_t* flag,
+                                     am_splitc_flag_t* done) noexcept {
+    const char* call = "am_splitc_put_indexed_nb";
     return run_c(ctx, call, [&] {
         put_c(ctx, call, indexed(call, ctx, base, index, count, src, elem_bytes), flag, done,
               false);
     });
 }
 
-am_status_t am_get_indexed(am_context_t* ctx, void* dst, am_gptr_t base, const uint64_t* index,
-                           size_t count, size_t elem_bytes) noexcept {
-    const char* call = "am_get_indexed";
+am_status_t am_splitc_get_indexed(am_context_t* ctx, void* dst, am_splitc_gptr_t base,
+                                  const uint64_t* index, size_t count, size_t elem_bytes) noexcept {
+    const char* call = "am_splitc_get_indexed";
     return run_c(ctx, call, [&] {
         get_c(ctx, call, indexed(call, ctx, base, index, count, dst, elem_bytes), nullptr, true);
     });
 }
 
-am_status_t am_get_indexed_nb(am_context_t* ctx, void* dst, am_gptr_t base, const uint64_t* index,
-                              size_t count, size_t elem_bytes, am_flag_t* flag) noexcept {
-    const char* call = "am_get_indexed_nb";
+am_status_t am_splitc_get_indexed_nb(am_context_t* ctx, void* dst, am_splitc_gptr_t base,
+                                     const uint64_t* index, size_t count, size_t elem_bytes,
+                                     am_splitc_flag_t* flag) noexcept {
+    const char* call = "am_splitc_get_indexed_nb";
     return run_c(ctx, call, [&] {
         get_c(ctx, call, indexed(call, ctx, base, index, count, dst, elem_bytes), flag, false);
     });

@@ -31,7 +31,7 @@ struct am_typed {
     am::detail::typed_layer* layer;
     std::uint32_t id;
     std::size_t item_size;
-    am_typed_fn fn;
+    am_typed_fn_t fn;
     void* user;
 };
 
@@ -60,8 +60,8 @@ using am::errc;
 /// The typed layer's own messages in the words of this header: C calls instead of C++ ones.
 std::string c_words(std::string what) {
     static constexpr std::pair<const char*, const char*> words[] = {
-        {"inside an am::epoch", "inside an epoch (am_epoch_begin)"},
-        {"(epoch_options::depth)", "(am_epoch_begin's depth)"},
+        {"inside an am::epoch", "inside an epoch (am_typed_epoch_begin)"},
+        {"(epoch_options::depth)", "(am_typed_epoch_begin's depth)"},
         {" max_medium()", " am_max_medium()"},
         {" messages of ", " items of "},
     };
@@ -126,7 +126,7 @@ void destroy_deliver(void* obj) {
     delete static_cast<c_deliver*>(obj);
 }
 
-am_typed* create_type(am_context* c, std::size_t item_size, am_typed_fn fn, void* user,
+am_typed* create_type(am_context* c, std::size_t item_size, am_typed_fn_t fn, void* user,
                       const std::string& name) {
     const char* call = "am_typed_create";
     const std::size_t room = c->cxx->max_medium();
@@ -291,8 +291,8 @@ class c_dedup final : public am_typed_layer {
 /// destination, tag and key bytes.
 class c_reducer final : public am_typed_layer {
   public:
-    c_reducer(am_typed* t, am_typed_layer* n, std::size_t off, std::size_t size, am_combine_fn fn,
-              void* user, std::size_t max)
+    c_reducer(am_typed* t, am_typed_layer* n, std::size_t off, std::size_t size,
+              am_typed_combine_fn_t fn, void* user, std::size_t max)
         : am_typed_layer(t, n, "am_typed_layer_send"),
           _off(off),
           _size(size),
@@ -366,7 +366,7 @@ class c_reducer final : public am_typed_layer {
     [[nodiscard]] std::size_t words() const { return (type->item_size + 7) / 8; }
 
     std::size_t _off, _size;
-    am_combine_fn _fn;
+    am_typed_combine_fn_t _fn;
     void* _user;
     std::size_t _max;
     std::unordered_map<std::string, held> _held;
@@ -407,7 +407,7 @@ am_status_t make_layer(am_typed* t, am_typed_layer* next, am_typed_layer** out, 
 
 extern "C" {
 
-am_status_t am_typed_create(am_context_t* ctx, size_t item_size, am_typed_fn fn, void* user,
+am_status_t am_typed_create(am_context_t* ctx, size_t item_size, am_typed_fn_t fn, void* user,
                             const char* name, am_typed_t** out) noexcept {
     const char* call = "am_typed_create";
     if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
@@ -466,8 +466,8 @@ am_status_t am_typed_dedup(am_typed_t* type, am_typed_layer_t* next, size_t max_
 }
 
 am_status_t am_typed_reduce(am_typed_t* type, am_typed_layer_t* next, size_t key_offset,
-                            size_t key_size, am_combine_fn combine, void* user, size_t max_entries,
-                            am_typed_layer_t** out) noexcept {
+                            size_t key_size, am_typed_combine_fn_t combine, void* user,
+                            size_t max_entries, am_typed_layer_t** out) noexcept {
     const char* call = "am_typed_reduce";
     return make_layer(type, next, out, call, [&]() -> am_typed_layer* {
         check_pointer(call, type->ctx.get(), reinterpret_cast<void*>(combine), true,
@@ -512,23 +512,23 @@ void am_typed_layer_free(am_typed_layer_t* layer) noexcept {
     delete layer;
 }
 
-am_status_t am_epoch_begin(am_context_t* ctx, int depth) noexcept {
+am_status_t am_typed_epoch_begin(am_context_t* ctx, int depth) noexcept {
     if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
-    return c_guarded(ctx, "am_epoch_begin",
+    return c_guarded(ctx, "am_typed_epoch_begin",
                      [&] { am::detail::epoch_begin(layer_of(ctx), am::epoch_options{depth}); });
 }
 
-am_status_t am_epoch_end(am_context_t* ctx, uint64_t value, uint64_t* sum,
-                         am_epoch_stats_t* stats) noexcept {
+am_status_t am_typed_epoch_end(am_context_t* ctx, uint64_t value, uint64_t* sum,
+                               am_typed_epoch_stats_t* stats) noexcept {
     if (ctx == nullptr) return AM_ERR_INVALID_ARGUMENT;
-    return c_guarded(ctx, "am_epoch_end", [&] {
+    return c_guarded(ctx, "am_typed_epoch_end", [&] {
         am::epoch_stats s;
         const std::uint64_t total = am::detail::epoch_end(layer_of(ctx), value, s);
         if (sum != nullptr) *sum = total;
         if (stats != nullptr) {
-            *stats = am_epoch_stats_t{s.epoch,        s.messages_sent, s.messages_handled,
-                                      s.batches_sent, s.bytes_sent,    s.dedup_hits,
-                                      s.combined,     s.waves,         s.seconds};
+            *stats = am_typed_epoch_stats_t{s.epoch,        s.messages_sent, s.messages_handled,
+                                            s.batches_sent, s.bytes_sent,    s.dedup_hits,
+                                            s.combined,     s.waves,         s.seconds};
         }
     });
 }

@@ -116,13 +116,23 @@ static int scenario_short(rank_state* s) {
 
 /* ------------------------------------------------------------------- medium echo */
 
+/* What both medium handlers check: the token (a message from `from`), the one argument (the
+ * length) and the payload (the pattern of rank `owner`). */
+static void check_medium(rank_state* s, am_token_t* t, int is_request, int from, int owner,
+                         const void* payload, size_t len, const uint64_t* args, unsigned nargs) {
+    common_handler_checks(s, t, is_request, from);
+    CHECK(s, nargs == 1 && args[0] == len);
+    size_t bad_at = first_wrong(payload, owner, len);
+    if (bad_at != len) {
+        FAIL(s, "medium %s of %zu bytes: byte %zu wrong", is_request ? "request" : "reply", len,
+             bad_at);
+    }
+}
+
 static void medium_request(am_token_t* t, const void* payload, size_t len, const uint64_t* args,
                            unsigned nargs, void* user) {
     rank_state* s = user;
-    common_handler_checks(s, t, 1, s->left);
-    CHECK(s, nargs == 1 && args[0] == len);
-    size_t bad_at = first_wrong(payload, s->left, len);
-    if (bad_at != len) FAIL(s, "medium request of %zu bytes: byte %zu wrong", len, bad_at);
+    check_medium(s, t, 1, s->left, s->left, payload, len, args, nargs);
     /* Echo the payload: it is valid during the handler, and the reply copies it. */
     am_status_t st = am_reply_medium(t, s->reply_medium, payload, len, args, 1);
     if (st != AM_OK) FAIL(s, "am_reply_medium: %s", am_last_error(s->ctx));
@@ -132,10 +142,7 @@ static void medium_request(am_token_t* t, const void* payload, size_t len, const
 static void medium_reply(am_token_t* t, const void* payload, size_t len, const uint64_t* args,
                          unsigned nargs, void* user) {
     rank_state* s = user;
-    common_handler_checks(s, t, 0, s->right);
-    CHECK(s, nargs == 1 && args[0] == len);
-    size_t bad_at = first_wrong(payload, s->rank, len);
-    if (bad_at != len) FAIL(s, "medium reply of %zu bytes: byte %zu wrong", len, bad_at);
+    check_medium(s, t, 0, s->right, s->rank, payload, len, args, nargs);
     am_counter_add(&s->replies, 1);
 }
 
@@ -609,74 +616,42 @@ static int scenario_abort(rank_state* s) {
 
 /* -------------------------------------------------------------------------- main */
 
-typedef struct scenario {
-    const char* name;
-    int (*run)(rank_state*);
-    int expect_job_failure;
-} scenario;
-
-static const scenario scenarios[] = {
-    {"basics", scenario_basics, 0},
-    {"short", scenario_short, 0},
-    {"medium", scenario_medium, 0},
-    {"long", scenario_long, 0},
-    {"bad_rank", scenario_bad_rank, 0},
-    {"too_many_args", scenario_too_many_args, 0},
-    {"medium_too_large", scenario_medium_too_large, 0},
-    {"long_outside_segment", scenario_long_outside_segment, 0},
-    {"bad_handler", scenario_bad_handler, 0},
-    {"reply_misuse", scenario_reply_misuse, 0},
-    {"abort", scenario_abort, 1},
-};
+static const char* const names[] = {"basics",
+                                    "short",
+                                    "medium",
+                                    "long",
+                                    "bad_rank",
+                                    "too_many_args",
+                                    "medium_too_large",
+                                    "long_outside_segment",
+                                    "bad_handler",
+                                    "reply_misuse",
+                                    "abort"};
+static int (*const runs[])(rank_state*) = {scenario_basics,
+                                           scenario_short,
+                                           scenario_medium,
+                                           scenario_long,
+                                           scenario_bad_rank,
+                                           scenario_too_many_args,
+                                           scenario_medium_too_large,
+                                           scenario_long_outside_segment,
+                                           scenario_bad_handler,
+                                           scenario_reply_misuse,
+                                           scenario_abort};
 
 static void rank_main(am_context_t* ctx, void* arg) {
-    const scenario* sc = arg;
+    const size_t sc = *(const size_t*)arg;
     rank_state s;
     memset(&s, 0, sizeof s);
-    s.ctx = ctx;
-    s.rank = am_rank(ctx);
-    s.size = am_size(ctx);
-    s.left = (s.rank + s.size - 1) % s.size;
-    s.right = (s.rank + 1) % s.size;
+    CHECK_RANK_INIT(&s, ctx);
     s.seg = am_segment(ctx, &s.seg_bytes);
     s.max_medium = am_max_medium(ctx);
     s.big = calloc(s.max_medium + 1, 1);
-    int failed = s.big == NULL || sc->run(&s) != 0 || s.bad != 0;
-    if (failed && !sc->expect_job_failure) {
-        fprintf(stderr, "capi_test: FAILED: rank %d: scenario %s\n", s.rank, sc->name);
-        (void)am_abort(ctx, "capi_test check failed");
-    } else if (failed) {
-        fprintf(stderr, "capi_test: FAILED: rank %d: scenario %s\n", s.rank, sc->name);
-    }
+    check_end(ctx, names[sc], s.big == NULL || runs[sc](&s) != 0 || s.bad != 0);
     free(s.big);
 }
 
-static int run_scenario(int argc, char** argv, const scenario* sc) {
-    fflush(stdout); /* ranks may be forked */
-    const int rc = am_run(argc, argv, rank_main, (void*)sc);
-    const int ok = sc->expect_job_failure ? rc != 0 : rc == 0;
-    fprintf(stderr, "capi_test: %s: %s (am_run returned %d)\n", sc->name, ok ? "ok" : "FAILED", rc);
-    return ok ? 0 : 1;
-}
-
 int main(int argc, char** argv) {
-    const size_t n = sizeof scenarios / sizeof scenarios[0];
-    check_init("capi_test");
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s all|<scenario>; scenarios:", argv[0]);
-        for (size_t i = 0; i < n; ++i) fprintf(stderr, " %s", scenarios[i].name);
-        fputc('\n', stderr);
-        return 2;
-    }
-    int failures = 0, found = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (strcmp(argv[1], "all") != 0 && strcmp(argv[1], scenarios[i].name) != 0) continue;
-        found = 1;
-        failures += run_scenario(1, argv, &scenarios[i]);
-    }
-    if (!found) {
-        fprintf(stderr, "capi_test: unknown scenario \"%s\"\n", argv[1]);
-        return 2;
-    }
-    return failures != 0;
+    return check_main_expecting(argc, argv, "capi_test", names, sizeof names / sizeof names[0],
+                                rank_main, "abort");
 }

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the C tests of the C APIs share (capi_test.c, rpc_test.c, typed_test.c, splitc_test.c,
- * msg_test.c): checks that print "<prog>: FAILED: rank R: line L: ..." and count the failure,
- * a check of a failed call's status and am_last_error message, and the main that runs one
- * scenario, or all, through am_run. Header-only (static inline functions, so that a program
+ * msg_test.c, deprecated_test.c): checks that print "<prog>: FAILED: rank R: line L: ..." and count
+ * the failure, a check of a failed call's status and am_last_error message, and the main that runs
+ * one scenario, or all, through am_run. Header-only (static inline functions, so that a program
  * need not use them all), C11.
  *
  * The macros take a pointer `s` to the program's rank state, which has the fields
- * `am_context_t* ctx`, `int rank` and `unsigned bad`. A program calls check_main, or, with a
- * main of its own, check_init first.
+ * `am_context_t* ctx`, `int rank` and `unsigned bad`. A program calls check_main (or
+ * check_main_expecting), or, with a main of its own, check_init first.
  */
 #ifndef AM_TESTS_CAPI_CHECK_H
 #define AM_TESTS_CAPI_CHECK_H
@@ -111,18 +111,39 @@ static inline void check_err(am_context_t* ctx, int rank, unsigned* bad, int lin
         (s)->right = ((s)->rank + 1) % (s)->size;            \
     } while (0)
 
-/* Ends a scenario on a rank: when it failed, says so and brings the job down. */
+static const char* check_job_failure; /* the scenario that must bring the job down, or NULL */
+
+/* Ends a scenario on a rank: when it failed, says so and brings the job down (unless the
+ * scenario is the one expected to do that itself). */
 static inline void check_end(am_context_t* ctx, const char* scenario, int failed) {
     if (!failed) return;
     fprintf(stderr, "%s: FAILED: rank %d: scenario %s\n", check_prog, am_rank(ctx), scenario);
-    (void)am_abort(ctx, "check failed");
+    if (check_job_failure == NULL || strcmp(scenario, check_job_failure) != 0) {
+        (void)am_abort(ctx, "check failed");
+    }
+}
+
+/* Runs scenario `i` of `names` through am_run; 0 when am_run returned as expected (non-zero
+ * for the scenario `check_job_failure`, 0 for the others). */
+static inline int check_run_one(char** argv, const char* const* names, size_t* i,
+                                am_rank_fn_t rank_main) {
+    fflush(stdout); /* ranks may be forked */
+    const int rc = am_run(1, argv, rank_main, i);
+    const int must_fail = check_job_failure != NULL && strcmp(names[*i], check_job_failure) == 0;
+    const int ok = must_fail ? rc != 0 : rc == 0;
+    fprintf(stderr, "%s: %s: %s (am_run returned %d)\n", check_prog, names[*i],
+            ok ? "ok" : "FAILED", rc);
+    return !ok;
 }
 
 /* `prog all|<scenario>`: runs the scenario named by argv[1] (or each in turn) through am_run;
- * `rank_main` gets a pointer to the scenario's index in `names`. Returns the exit status. */
-static inline int check_main(int argc, char** argv, const char* prog, const char* const* names,
-                             size_t n, am_rank_fn rank_main) {
+ * `rank_main` gets a pointer to the scenario's index in `names`. `job_failure` (or NULL) names
+ * the scenario that must make am_run fail. Returns the exit status. */
+static inline int check_main_expecting(int argc, char** argv, const char* prog,
+                                       const char* const* names, size_t n, am_rank_fn_t rank_main,
+                                       const char* job_failure) {
     check_init(prog);
+    check_job_failure = job_failure;
     if (argc != 2) {
         fprintf(stderr, "usage: %s all|<scenario>; scenarios:", argv[0]);
         for (size_t i = 0; i < n; ++i) fprintf(stderr, " %s", names[i]);
@@ -133,17 +154,19 @@ static inline int check_main(int argc, char** argv, const char* prog, const char
     for (size_t i = 0; i < n; ++i) {
         if (strcmp(argv[1], "all") != 0 && strcmp(argv[1], names[i]) != 0) continue;
         found = 1;
-        fflush(stdout); /* ranks may be forked */
-        const int rc = am_run(1, argv, rank_main, &i);
-        fprintf(stderr, "%s: %s: %s (am_run returned %d)\n", prog, names[i],
-                rc == 0 ? "ok" : "FAILED", rc);
-        failures += rc != 0;
+        failures += check_run_one(argv, names, &i, rank_main);
     }
     if (!found) {
         fprintf(stderr, "%s: unknown scenario \"%s\"\n", prog, argv[1]);
         return 2;
     }
     return failures != 0;
+}
+
+/* As check_main_expecting, every scenario expected to succeed. */
+static inline int check_main(int argc, char** argv, const char* prog, const char* const* names,
+                             size_t n, am_rank_fn_t rank_main) {
+    return check_main_expecting(argc, argv, prog, names, n, rank_main, NULL);
 }
 
 #endif /* AM_TESTS_CAPI_CHECK_H */

@@ -4,7 +4,8 @@
 
 #include <type_traits>
 
-static_assert(std::is_standard_layout_v<am_gptr_t> && sizeof(am_gptr_t) == 16);
-static_assert(noexcept(am_put(nullptr, am_gptr(0, 0), nullptr, 0)), "C entry points never throw");
-static_assert(noexcept(am_flag_free(nullptr)));
-static_assert(AM_MAX_FLAGS == 4096u);
+static_assert(std::is_standard_layout_v<am_splitc_gptr_t> && sizeof(am_splitc_gptr_t) == 16);
+static_assert(noexcept(am_splitc_put(nullptr, am_splitc_gptr(0, 0), nullptr, 0)),
+              "C entry points never throw");
+static_assert(noexcept(am_splitc_flag_free(nullptr)));
+static_assert(AM_SPLITC_MAX_FLAGS == 4096u);

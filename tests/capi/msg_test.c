@@ -64,11 +64,13 @@ static void post_in_handler(am_token_t* t, const uint64_t* args, unsigned nargs,
     const int from = am_token_source(t);
     unsigned char hello[4] = {1, 2, 3, 4};
     fill(s->h_out, s->rank, sizeof s->h_out);
-    CHECK(s, am_isend(ctx, from, 77, s->h_out, sizeof s->h_out, &s->h_send) == AM_OK);
-    CHECK(s, am_irecv(ctx, from, 99, s->h_buf, sizeof s->h_buf, &s->h_recv) == AM_OK);
+    CHECK(s, am_msg_send_nb(ctx, from, 77, s->h_out, sizeof s->h_out, &s->h_send) == AM_OK);
+    CHECK(s, am_msg_recv_nb(ctx, from, 99, s->h_buf, sizeof s->h_buf, &s->h_recv) == AM_OK);
     EXPECT_ERR(s, "am_msg_wait", am_msg_wait(s->h_recv, NULL), AM_ERR_BAD_CONTEXT, "handler");
-    EXPECT_ERR(s, "am_send", am_send(ctx, from, 5, hello, 4), AM_ERR_BAD_CONTEXT, "handler");
-    EXPECT_ERR(s, "am_recv", am_recv(ctx, from, 5, hello, 4, NULL), AM_ERR_BAD_CONTEXT, "handler");
+    EXPECT_ERR(s, "am_msg_send", am_msg_send(ctx, from, 5, hello, 4), AM_ERR_BAD_CONTEXT,
+               "handler");
+    EXPECT_ERR(s, "am_msg_recv", am_msg_recv(ctx, from, 5, hello, 4, NULL), AM_ERR_BAD_CONTEXT,
+               "handler");
     am_counter_add(&s->handled, 1);
 }
 
@@ -85,17 +87,17 @@ static int sizes(rank_state* s, unsigned char* out, unsigned char* in) {
         memset(in, 0, BIG);
         /* Posted first, so the large send to the right (which waits for its receive) cannot
          * deadlock the ring. */
-        REQUIRE_OK(s, am_irecv(s->ctx, s->left, tag, len ? in : NULL, len, &r));
-        REQUIRE_OK(s, am_send(s->ctx, s->right, tag, len ? out : NULL, len));
-        memset(out, 0, len); /* reusable once am_send returned */
+        REQUIRE_OK(s, am_msg_recv_nb(s->ctx, s->left, tag, len ? in : NULL, len, &r));
+        REQUIRE_OK(s, am_msg_send(s->ctx, s->right, tag, len ? out : NULL, len));
+        memset(out, 0, len); /* reusable once am_msg_send returned */
         const am_status_t w = am_msg_wait(r, &st);
         am_msg_free(r);
         REQUIRE_OK(s, w);
         REQUIRE(s, status_is(&st, s->left, tag, len) && intact(in, s->left, len));
         /* and the other way round: isend, blocking receive (any source) */
         fill(out, s->rank, len);
-        REQUIRE_OK(s, am_isend(s->ctx, s->right, 100 + tag, out, len, &r));
-        REQUIRE_OK(s, am_recv(s->ctx, AM_ANY_SOURCE, 100 + tag, in, BIG, &st));
+        REQUIRE_OK(s, am_msg_send_nb(s->ctx, s->right, 100 + tag, out, len, &r));
+        REQUIRE_OK(s, am_msg_recv(s->ctx, AM_MSG_ANY_SOURCE, 100 + tag, in, BIG, &st));
         REQUIRE(s, status_is(&st, s->left, 100 + tag, len) && intact(in, s->left, len));
         const am_status_t ws = am_msg_wait(r, &st);
         am_msg_free(r);
@@ -111,13 +113,13 @@ static int order(rank_state* s, unsigned char* out, unsigned char* in) {
     am_msg_request_t* big = NULL;
     am_msg_status_t st;
     fill(out, s->rank, BIG);
-    REQUIRE_OK(s, am_isend(s->ctx, s->right, 7, out, BIG, &big));
-    for (uint64_t v = 1; v <= 3; ++v) REQUIRE_OK(s, am_send(s->ctx, s->right, 7, &v, sizeof v));
-    REQUIRE_OK(s, am_recv(s->ctx, s->left, AM_ANY_TAG, in, BIG, &st));
+    REQUIRE_OK(s, am_msg_send_nb(s->ctx, s->right, 7, out, BIG, &big));
+    for (uint64_t v = 1; v <= 3; ++v) REQUIRE_OK(s, am_msg_send(s->ctx, s->right, 7, &v, sizeof v));
+    REQUIRE_OK(s, am_msg_recv(s->ctx, s->left, AM_MSG_ANY_TAG, in, BIG, &st));
     REQUIRE(s, status_is(&st, s->left, 7, BIG) && intact(in, s->left, BIG));
     for (uint64_t v = 1; v <= 3; ++v) {
         uint64_t got = 0;
-        REQUIRE_OK(s, am_recv(s->ctx, s->left, 7, &got, sizeof got, &st));
+        REQUIRE_OK(s, am_msg_recv(s->ctx, s->left, 7, &got, sizeof got, &st));
         REQUIRE(s, got == v && status_is(&st, s->left, 7, sizeof got));
     }
     REQUIRE_OK(s, am_msg_wait(big, NULL));
@@ -127,8 +129,8 @@ static int order(rank_state* s, unsigned char* out, unsigned char* in) {
     am_msg_request_t *r = NULL, *sr = NULL;
     int done = 0;
     uint32_t word = 0xC0FFEEu + (uint32_t)s->rank, got = 0;
-    REQUIRE_OK(s, am_irecv(s->ctx, AM_ANY_SOURCE, 8, &got, sizeof got, &r));
-    REQUIRE_OK(s, am_isend(s->ctx, s->right, 8, &word, sizeof word, &sr));
+    REQUIRE_OK(s, am_msg_recv_nb(s->ctx, AM_MSG_ANY_SOURCE, 8, &got, sizeof got, &r));
+    REQUIRE_OK(s, am_msg_send_nb(s->ctx, s->right, 8, &word, sizeof word, &sr));
     REQUIRE_OK(s, am_msg_test(sr, &done, &st));
     REQUIRE(s, done == 1 && status_is(&st, s->right, 8, sizeof word));
     am_msg_free(sr);
@@ -156,11 +158,11 @@ static int scenario_sendrecv(rank_state* s) {
     am_msg_status_t st;
     unsigned char hello[16], note[32];
     REQUIRE_OK(s, am_request_short(s->ctx, s->right, s->h_post, NULL, 0));
-    REQUIRE_OK(s, am_recv(s->ctx, s->right, 77, hello, sizeof hello, &st));
+    REQUIRE_OK(s, am_msg_recv(s->ctx, s->right, 77, hello, sizeof hello, &st));
     REQUIRE(s, status_is(&st, s->right, 77, sizeof hello) && intact(hello, s->right, 16));
     REQUIRE_OK(s, am_counter_wait(s->ctx, &s->handled, 1)); /* the left's request ran here */
     fill(note, s->rank, sizeof note);
-    REQUIRE_OK(s, am_send(s->ctx, s->right, 99, note, sizeof note));
+    REQUIRE_OK(s, am_msg_send(s->ctx, s->right, 99, note, sizeof note));
     REQUIRE_OK(s, am_msg_wait(s->h_recv, &st));
     REQUIRE(s, status_is(&st, s->left, 99, sizeof note) && intact(s->h_buf, s->left, 32));
     REQUIRE_OK(s, am_msg_wait(s->h_send, &st));
@@ -181,23 +183,24 @@ static int scenario_errors(rank_state* s) {
     int done = 0;
     char bad_rank[64];
     snprintf(bad_rank, sizeof bad_rank, "destination %d out of range [0, %d)", s->size, s->size);
-    EXPECT_ERR(s, "am_send", am_send(s->ctx, s->size, 0, small, 1), AM_ERR_BAD_RANK, bad_rank);
-    EXPECT_ERR(s, "am_isend", am_isend(s->ctx, -1, 0, small, 1, &r), AM_ERR_BAD_RANK,
+    EXPECT_ERR(s, "am_msg_send", am_msg_send(s->ctx, s->size, 0, small, 1), AM_ERR_BAD_RANK,
+               bad_rank);
+    EXPECT_ERR(s, "am_msg_send_nb", am_msg_send_nb(s->ctx, -1, 0, small, 1, &r), AM_ERR_BAD_RANK,
                "destination -1");
     REQUIRE(s, r == NULL);
-    EXPECT_ERR(s, "am_send", am_send(s->ctx, s->right, -2, small, 1), AM_ERR_INVALID_ARGUMENT,
-               "tag -2 is negative");
-    EXPECT_ERR(s, "am_recv", am_recv(s->ctx, s->size, 0, small, 1, NULL), AM_ERR_BAD_RANK,
-               "and not AM_ANY_SOURCE");
-    EXPECT_ERR(s, "am_irecv", am_irecv(s->ctx, 0, -5, small, 1, &r), AM_ERR_INVALID_ARGUMENT,
-               "tag -5 is negative and not AM_ANY_TAG");
-    EXPECT_ERR(s, "am_send", am_send(s->ctx, s->right, 0, NULL, 4), AM_ERR_INVALID_ARGUMENT,
+    EXPECT_ERR(s, "am_msg_send", am_msg_send(s->ctx, s->right, -2, small, 1),
+               AM_ERR_INVALID_ARGUMENT, "tag -2 is negative");
+    EXPECT_ERR(s, "am_msg_recv", am_msg_recv(s->ctx, s->size, 0, small, 1, NULL), AM_ERR_BAD_RANK,
+               "and not AM_MSG_ANY_SOURCE");
+    EXPECT_ERR(s, "am_msg_recv_nb", am_msg_recv_nb(s->ctx, 0, -5, small, 1, &r),
+               AM_ERR_INVALID_ARGUMENT, "tag -5 is negative and not AM_MSG_ANY_TAG");
+    EXPECT_ERR(s, "am_msg_send", am_msg_send(s->ctx, s->right, 0, NULL, 4), AM_ERR_INVALID_ARGUMENT,
                "null data pointer");
-    EXPECT_ERR(s, "am_recv", am_recv(s->ctx, s->left, 0, NULL, 4, NULL), AM_ERR_INVALID_ARGUMENT,
-               "null receive buffer");
-    EXPECT_ERR(s, "am_irecv", am_irecv(s->ctx, s->left, 0, small, 1, NULL), AM_ERR_INVALID_ARGUMENT,
-               "null pointer for the request");
-    REQUIRE(s, am_send(NULL, 0, 0, NULL, 0) == AM_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(s, "am_msg_recv", am_msg_recv(s->ctx, s->left, 0, NULL, 4, NULL),
+               AM_ERR_INVALID_ARGUMENT, "null receive buffer");
+    EXPECT_ERR(s, "am_msg_recv_nb", am_msg_recv_nb(s->ctx, s->left, 0, small, 1, NULL),
+               AM_ERR_INVALID_ARGUMENT, "null pointer for the request");
+    REQUIRE(s, am_msg_send(NULL, 0, 0, NULL, 0) == AM_ERR_INVALID_ARGUMENT);
     REQUIRE(s, am_msg_wait(NULL, NULL) == AM_ERR_INVALID_ARGUMENT);
     am_msg_free(NULL);
 
@@ -207,10 +210,10 @@ static int scenario_errors(rank_state* s) {
     unsigned char* big = malloc(BIG);
     unsigned char* back = malloc(BIG);
     REQUIRE(s, big != NULL && back != NULL);
-    REQUIRE_OK(s, am_irecv(s->ctx, s->left, 2, mid, sizeof mid, &r));
-    REQUIRE_OK(s, am_irecv(s->ctx, s->left, 3, small, sizeof small, &r_small));
-    REQUIRE_OK(s, am_irecv(s->ctx, s->left, 3, mid, sizeof mid, &r_fit));
-    REQUIRE_OK(s, am_irecv(s->ctx, s->left, 4, small, sizeof small, &r_gone));
+    REQUIRE_OK(s, am_msg_recv_nb(s->ctx, s->left, 2, mid, sizeof mid, &r));
+    REQUIRE_OK(s, am_msg_recv_nb(s->ctx, s->left, 3, small, sizeof small, &r_small));
+    REQUIRE_OK(s, am_msg_recv_nb(s->ctx, s->left, 3, mid, sizeof mid, &r_fit));
+    REQUIRE_OK(s, am_msg_recv_nb(s->ctx, s->left, 4, small, sizeof small, &r_gone));
     am_msg_free(r_gone);
     REQUIRE_OK(s, am_barrier(s->ctx));
 
@@ -222,7 +225,7 @@ static int scenario_errors(rank_state* s) {
     am_msg_request_t* sent[4] = {NULL, NULL, NULL, NULL};
     for (int i = 0; i < 4; ++i) {
         fill(data[i], s->rank, lens[i]);
-        REQUIRE_OK(s, am_isend(s->ctx, s->right, tags[i], data[i], lens[i], &sent[i]));
+        REQUIRE_OK(s, am_msg_send_nb(s->ctx, s->right, tags[i], data[i], lens[i], &sent[i]));
     }
     unsigned char* into = malloc(BIG);
     REQUIRE(s, into != NULL);
@@ -233,7 +236,7 @@ static int scenario_errors(rank_state* s) {
     EXPECT_ERR(s, "am_msg_test", am_msg_test(r, &done, &st), AM_ERR_TOO_LARGE, "100003 bytes");
     REQUIRE(s, done == 1);
     am_msg_free(r);
-    REQUIRE_OK(s, am_recv(s->ctx, s->left, 2, into, BIG, &st));
+    REQUIRE_OK(s, am_msg_recv(s->ctx, s->left, 2, into, BIG, &st));
     REQUIRE(s, status_is(&st, s->left, 2, BIG) && intact(into, s->left, BIG));
 
     EXPECT_ERR(s, "am_msg_wait", am_msg_wait(r_small, NULL), AM_ERR_TOO_LARGE,
@@ -242,13 +245,13 @@ static int scenario_errors(rank_state* s) {
     REQUIRE_OK(s, am_msg_wait(r_fit, &st));
     REQUIRE(s, status_is(&st, s->left, 3, 1000) && intact(mid, s->left, 1000));
     am_msg_free(r_fit);
-    REQUIRE_OK(s, am_recv(s->ctx, s->left, 4, small, sizeof small, &st));
+    REQUIRE_OK(s, am_msg_recv(s->ctx, s->left, 4, small, sizeof small, &st));
     REQUIRE(s, status_is(&st, s->left, 4, 8));
 
     /* A blocking receive too small for a queued message fails and leaves it queued. */
-    EXPECT_ERR(s, "am_recv", am_recv(s->ctx, s->left, 1, small, sizeof small, &st),
+    EXPECT_ERR(s, "am_msg_recv", am_msg_recv(s->ctx, s->left, 1, small, sizeof small, &st),
                AM_ERR_TOO_LARGE, "has 100 bytes, more than the receive buffer of 10 bytes");
-    REQUIRE_OK(s, am_recv(s->ctx, AM_ANY_SOURCE, AM_ANY_TAG, mid, sizeof mid, &st));
+    REQUIRE_OK(s, am_msg_recv(s->ctx, AM_MSG_ANY_SOURCE, AM_MSG_ANY_TAG, mid, sizeof mid, &st));
     REQUIRE(s, status_is(&st, s->left, 1, 100) && intact(mid, s->left, 100));
     for (int i = 0; i < 4; ++i) {
         REQUIRE_OK(s, am_msg_wait(sent[i], &st));

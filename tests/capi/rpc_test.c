@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The RPC part of the C API (am/am.h, "RPC"), used from C. `rpc_test <scenario>` runs one
+ * RPC from C (am/am_rpc.h). `rpc_test <scenario>` runs one
  * scenario on every rank through am_run (transport and rank count from AM_TRANSPORT /
  * AM_RANKS) and exits non-zero when a check fails on any rank: the failing rank prints
  * "rpc_test: FAILED ..." and calls am_abort. `rpc_test all` runs every scenario in turn.
@@ -9,7 +9,7 @@
  * Every rank calls its right neighbour and finishes with a barrier once every call it made
  * has completed, so no remote function runs after the rank's state (on its stack) is gone.
  */
-#include <am/am.h>
+#include <am/am_rpc.h> /* self-contained: includes <am/am.h> */
 
 #include <stdint.h>
 #include <stdio.h>
@@ -27,12 +27,12 @@ typedef struct rank_state {
     am_context_t* ctx;
     int rank, size, left, right;
     size_t max_bytes;
-    unsigned bad;         /* failed checks */
-    am_counter_t served;  /* remote functions run on this rank (any kind) */
-    am_counter_t ff_seen; /* fire-and-forget calls run on this rank */
-    am_counter_t release; /* set by a RELEASE call; WAIT calls block on it */
-    am_counter_t checks;  /* error checks done inside remote functions or handlers */
-    am_future_t* pending; /* a future a plain handler looks at */
+    unsigned bad;             /* failed checks */
+    am_counter_t served;      /* remote functions run on this rank (any kind) */
+    am_counter_t ff_seen;     /* fire-and-forget calls run on this rank */
+    am_counter_t release;     /* set by a RELEASE call; WAIT calls block on it */
+    am_counter_t checks;      /* error checks done inside remote functions or handlers */
+    am_rpc_future_t* pending; /* a future a plain handler looks at */
     am_rpc_t echo, who, chain, fail, ff, wait, release_fn, big, misuse, limited;
     am_handler_t probe;
 } rank_state;
@@ -115,15 +115,15 @@ static void chain_fn(am_context_t* ctx, int source, const void* args, size_t len
     put_u32(out, (uint32_t)s->rank);
     if (hops > 0) {
         unsigned char next[4];
-        am_future_t* f = NULL;
+        am_rpc_future_t* f = NULL;
         put_u32(next, hops - 1);
         am_status_t st = am_rpc_call(ctx, s->right, s->chain, next, sizeof next, &f);
         if (st != AM_OK) FAIL(s, "nested am_rpc_call: %s", am_last_error(ctx));
         /* Blocks this function (not the rank): its result comes in a later poll. */
-        if (st == AM_OK) st = am_future_get(f, out + 4, sizeof out - 4, &n);
-        if (st != AM_OK) FAIL(s, "nested am_future_get: %s", am_last_error(ctx));
+        if (st == AM_OK) st = am_rpc_future_get(f, out + 4, sizeof out - 4, &n);
+        if (st != AM_OK) FAIL(s, "nested am_rpc_future_get: %s", am_last_error(ctx));
         CHECK(s, n == 4u * hops);
-        am_future_free(f);
+        am_rpc_future_free(f);
     }
     set_result(s, reply, out, 4 + n);
     am_counter_add(&s->served, 1);
@@ -202,12 +202,12 @@ static void misuse_fn(am_context_t* ctx, int source, const void* args, size_t le
     rank_state* s = user;
     am_rpc_t id = 0;
     char limit[96];
-    am_future_t* f = NULL;
+    am_rpc_future_t* f = NULL;
     (void)source, (void)args, (void)len;
     /* Block once first: the rules hold as well once the function has resumed. */
     CHECK(s, am_rpc_call(ctx, s->right, s->who, NULL, 0, &f) == AM_OK);
-    CHECK(s, am_future_wait(f) == AM_OK);
-    am_future_free(f);
+    CHECK(s, am_rpc_future_wait(f) == AM_OK);
+    am_rpc_future_free(f);
     EXPECT_ERR(s, "am_barrier", am_barrier(ctx), AM_ERR_BAD_CONTEXT, "from a handler");
     EXPECT_ERR(s, "am_rpc_register", am_rpc_register(ctx, echo_fn, s, &id), AM_ERR_BAD_CONTEXT,
                "from a handler");
@@ -245,8 +245,8 @@ static void probe_handler(am_token_t* t, const uint64_t* args, unsigned nargs, v
     rank_state* s = user;
     int ready = 7;
     (void)t, (void)args, (void)nargs;
-    EXPECT_ERR(s, "am_future_wait", am_future_wait(s->pending), AM_ERR_BAD_CONTEXT, "");
-    CHECK(s, am_future_test(s->pending, &ready) == AM_OK && ready == 0);
+    EXPECT_ERR(s, "am_rpc_future_wait", am_rpc_future_wait(s->pending), AM_ERR_BAD_CONTEXT, "");
+    CHECK(s, am_rpc_future_test(s->pending, &ready) == AM_OK && ready == 0);
     am_counter_add(&s->checks, 1);
 }
 
@@ -274,8 +274,19 @@ static int finish(rank_state* s) {
     return 0;
 }
 
+/* Ends a scenario whose last call, `empty`, answers 0 bytes: checks that, frees it and
+ * `other` (may be NULL), and finishes. */
+static int finish_empty(rank_state* s, am_rpc_future_t* empty, am_rpc_future_t* other) {
+    size_t got = 5;
+    REQUIRE_OK(s, am_rpc_future_get(empty, NULL, 0, &got));
+    REQUIRE(s, got == 0);
+    am_rpc_future_free(empty);
+    am_rpc_future_free(other);
+    return finish(s);
+}
+
 static int call_ok(rank_state* s, int rank, am_rpc_t id, const void* args, size_t len,
-                   am_future_t** f) {
+                   am_rpc_future_t** f) {
     REQUIRE_OK(s, am_rpc_call(s->ctx, rank, id, args, len, f));
     REQUIRE(s, *f != NULL);
     return 0;
@@ -294,46 +305,46 @@ static int scenario_call(rank_state* s) {
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
         const size_t len = sizes[k];
         for (int to = 0; to < 2; ++to) {
-            am_future_t* f = NULL;
+            am_rpc_future_t* f = NULL;
             size_t got = 12345;
             fill(args, s->rank, len);
             if (call_ok(s, to ? s->right : s->rank, s->echo, len ? args : NULL, len, &f)) return 1;
             memset(args, 0xee, len); /* copied by the call: reusing it is harmless */
-            REQUIRE_OK(s, am_future_wait(f));
-            REQUIRE_OK(s, am_future_get(f, out, s->max_bytes, &got));
+            REQUIRE_OK(s, am_rpc_future_wait(f));
+            REQUIRE_OK(s, am_rpc_future_get(f, out, s->max_bytes, &got));
             REQUIRE(s, got == len);
             REQUIRE(s, first_wrong(out, s->rank, len, MASK) == len);
-            am_future_free(f);
+            am_rpc_future_free(f);
         }
     }
     /* Many at once; the test loop makes progress by itself. */
-    am_future_t* fs[IN_FLIGHT];
+    am_rpc_future_t* fs[IN_FLIGHT];
     for (unsigned i = 0; i < IN_FLIGHT; ++i) {
         fill(args, s->rank, i);
         if (call_ok(s, s->right, s->echo, args, i, &fs[i])) return 1;
     }
     int ready = 0;
     for (long spins = 0; !ready; ++spins) {
-        REQUIRE_OK(s, am_future_test(fs[0], &ready));
+        REQUIRE_OK(s, am_rpc_future_test(fs[0], &ready));
         REQUIRE(s, spins < 100000000L);
     }
     for (unsigned i = IN_FLIGHT; i-- > 0;) {
         size_t got = 0;
-        REQUIRE_OK(s, am_future_get(fs[i], out, i, &got));
+        REQUIRE_OK(s, am_rpc_future_get(fs[i], out, i, &got));
         REQUIRE(s, got == i && first_wrong(out, s->rank, i, MASK) == i);
-        REQUIRE_OK(s, am_future_test(fs[i], &ready));
+        REQUIRE_OK(s, am_rpc_future_test(fs[i], &ready));
         REQUIRE(s, ready == 1);
-        am_future_free(fs[i]);
+        am_rpc_future_free(fs[i]);
     }
     /* Who ran it, and who it thinks called. */
-    am_future_t* f = NULL;
+    am_rpc_future_t* f = NULL;
     unsigned char who[8];
     size_t got = 0;
     if (call_ok(s, s->right, s->who, NULL, 0, &f)) return 1;
-    REQUIRE_OK(s, am_future_get(f, who, sizeof who, &got));
+    REQUIRE_OK(s, am_rpc_future_get(f, who, sizeof who, &got));
     REQUIRE(
         s, got == 8 && get_u32(who) == (uint32_t)s->right && get_u32(who + 4) == (uint32_t)s->rank);
-    am_future_free(f);
+    am_rpc_future_free(f);
     free(args);
     free(out);
     return finish(s);
@@ -363,7 +374,7 @@ static int scenario_nested(rank_state* s) {
     if (register_all(s)) return 1;
     enum { CHAINS = 4 };
     const uint32_t hops = 2u * (uint32_t)s->size + 1u;
-    am_future_t* fs[CHAINS];
+    am_rpc_future_t* fs[CHAINS];
     unsigned char arg[4];
     put_u32(arg, hops);
     for (int c = 0; c < CHAINS; ++c) {
@@ -372,36 +383,32 @@ static int scenario_nested(rank_state* s) {
     for (int c = 0; c < CHAINS; ++c) {
         unsigned char out[4 * 64];
         size_t got = 0;
-        REQUIRE_OK(s, am_future_get(fs[c], out, sizeof out, &got));
+        REQUIRE_OK(s, am_rpc_future_get(fs[c], out, sizeof out, &got));
         REQUIRE(s, got == 4u * (hops + 1u));
         for (uint32_t h = 0; h <= hops; ++h) {
             REQUIRE(s, get_u32(out + 4 * h) == (uint32_t)((s->rank + 1 + (int)h) % s->size));
         }
-        am_future_free(fs[c]);
+        am_rpc_future_free(fs[c]);
     }
     /* A remote function blocked on a counter does not hold back the caller's next call, which
      * releases it. */
-    am_future_t* w = NULL;
-    am_future_t* r = NULL;
+    am_rpc_future_t* w = NULL;
+    am_rpc_future_t* r = NULL;
     unsigned char out[4];
     size_t got = 0;
     put_u32(arg, 1);
     if (call_ok(s, s->right, s->wait, arg, sizeof arg, &w)) return 1;
     if (call_ok(s, s->right, s->release_fn, NULL, 0, &r)) return 1;
-    REQUIRE_OK(s, am_future_get(w, out, sizeof out, &got));
+    REQUIRE_OK(s, am_rpc_future_get(w, out, sizeof out, &got));
     REQUIRE(s, got == 4 && get_u32(out) >= 1);
-    REQUIRE_OK(s, am_future_get(r, NULL, 0, &got));
-    REQUIRE(s, got == 0);
-    am_future_free(w);
-    am_future_free(r);
-    return finish(s);
+    return finish_empty(s, r, w);
 }
 
 /* am_rpc_reply_error on the right: AM_ERR_REMOTE with the message, every time it is asked;
  * other calls before and after are unaffected. */
 static int scenario_remote_error(rank_state* s) {
     if (register_all(s)) return 1;
-    am_future_t *before = NULL, *f = NULL, *after = NULL;
+    am_rpc_future_t *before = NULL, *f = NULL, *after = NULL;
     char msg[96];
     unsigned char buf[16];
     size_t got = 99;
@@ -411,21 +418,21 @@ static int scenario_remote_error(rank_state* s) {
     if (call_ok(s, s->right, s->who, NULL, 0, &before)) return 1;
     if (call_ok(s, s->right, s->fail, "abc", 3, &f)) return 1;
     if (call_ok(s, s->right, s->who, NULL, 0, &after)) return 1;
-    REQUIRE_OK(s, am_future_wait(f)); /* ready: the failure is the get's to report */
+    REQUIRE_OK(s, am_rpc_future_wait(f)); /* ready: the failure is the get's to report */
     /* The function is named by its symbol, or as here (static) by its place in the program. */
-    EXPECT_ERR(s, "am_future_get", am_future_get(f, buf, sizeof buf, &got), AM_ERR_REMOTE,
+    EXPECT_ERR(s, "am_rpc_future_get", am_rpc_future_get(f, buf, sizeof buf, &got), AM_ERR_REMOTE,
                "C remote function ", msg);
     REQUIRE(s, got == 0);
     got = 99;
-    EXPECT_ERR(s, "am_future_get", am_future_get(f, NULL, 0, &got), AM_ERR_REMOTE, msg);
+    EXPECT_ERR(s, "am_rpc_future_get", am_rpc_future_get(f, NULL, 0, &got), AM_ERR_REMOTE, msg);
     REQUIRE(s, got == 0);
-    REQUIRE_OK(s, am_future_get(before, buf, sizeof buf, &got));
+    REQUIRE_OK(s, am_rpc_future_get(before, buf, sizeof buf, &got));
     REQUIRE(s, got == 8 && get_u32(buf) == (uint32_t)s->right);
-    REQUIRE_OK(s, am_future_get(after, buf, sizeof buf, &got));
+    REQUIRE_OK(s, am_rpc_future_get(after, buf, sizeof buf, &got));
     REQUIRE(s, got == 8 && get_u32(buf + 4) == (uint32_t)s->rank);
-    am_future_free(before);
-    am_future_free(f);
-    am_future_free(after);
+    am_rpc_future_free(before);
+    am_rpc_future_free(f);
+    am_rpc_future_free(after);
     REQUIRE_OK(s, am_counter_wait(s->ctx, &s->checks, 1)); /* the right's second answers */
     return finish(s);
 }
@@ -436,7 +443,7 @@ static int scenario_small_buffer(rank_state* s) {
     if (register_all(s)) return 1;
     const uint32_t n = 1000;
     unsigned char arg[4], buf[1000], sentinel[1000];
-    am_future_t* f = NULL;
+    am_rpc_future_t* f = NULL;
     size_t got = 0;
     char limit[96];
     put_u32(arg, n);
@@ -444,35 +451,34 @@ static int scenario_small_buffer(rank_state* s) {
     memcpy(sentinel, buf, sizeof buf);
     if (call_ok(s, s->right, s->big, arg, sizeof arg, &f)) return 1;
     snprintf(limit, sizeof limit, "result of %u bytes does not fit the buffer of 10 bytes", n);
-    EXPECT_ERR(s, "am_future_get", am_future_get(f, buf, 10, &got), AM_ERR_TOO_LARGE, limit);
+    EXPECT_ERR(s, "am_rpc_future_get", am_rpc_future_get(f, buf, 10, &got), AM_ERR_TOO_LARGE,
+               limit);
     REQUIRE(s, got == n && memcmp(buf, sentinel, sizeof buf) == 0);
     got = 0;
-    EXPECT_ERR(s, "am_future_get", am_future_get(f, NULL, 0, &got), AM_ERR_TOO_LARGE, "1000 bytes");
+    EXPECT_ERR(s, "am_rpc_future_get", am_rpc_future_get(f, NULL, 0, &got), AM_ERR_TOO_LARGE,
+               "1000 bytes");
     REQUIRE(s, got == n);
-    EXPECT_ERR(s, "am_future_get", am_future_get(f, buf, n - 1, NULL), AM_ERR_TOO_LARGE, "999");
+    EXPECT_ERR(s, "am_rpc_future_get", am_rpc_future_get(f, buf, n - 1, NULL), AM_ERR_TOO_LARGE,
+               "999");
     REQUIRE(s, memcmp(buf, sentinel, sizeof buf) == 0);
     got = 0;
-    REQUIRE_OK(s, am_future_get(f, buf, n, &got));
+    REQUIRE_OK(s, am_rpc_future_get(f, buf, n, &got));
     REQUIRE(s, got == n && first_wrong(buf, s->rank, n, 0) == n);
     memset(buf, 0, sizeof buf);
-    REQUIRE_OK(s, am_future_get(f, buf, sizeof buf, &got)); /* kept until freed */
+    REQUIRE_OK(s, am_rpc_future_get(f, buf, sizeof buf, &got)); /* kept until freed */
     REQUIRE(s, got == n && first_wrong(buf, s->rank, n, 0) == n);
-    am_future_free(f);
+    am_rpc_future_free(f);
     /* An empty result fits any buffer, even none. */
     put_u32(arg, 0);
     if (call_ok(s, s->right, s->big, arg, sizeof arg, &f)) return 1;
-    got = 5;
-    REQUIRE_OK(s, am_future_get(f, NULL, 0, &got));
-    REQUIRE(s, got == 0);
-    am_future_free(f);
-    return finish(s);
+    return finish_empty(s, f, NULL);
 }
 
 /* Bad ids, ranks, sizes and pointers: refused with the documented status, nothing sent; the
  * calls around them complete. */
 static int scenario_bad_id(rank_state* s) {
     am_rpc_t id = 0;
-    am_future_t* f = (am_future_t*)&id; /* must be reset to NULL by a failing call */
+    am_rpc_future_t* f = (am_rpc_future_t*)&id; /* must be reset to NULL by a failing call */
     char range[64], limit[96], which[96];
     EXPECT_ERR(s, "am_rpc_register", am_rpc_register(s->ctx, NULL, s, &id), AM_ERR_INVALID_ARGUMENT,
                "null function");
@@ -521,13 +527,13 @@ static int scenario_bad_id(rank_state* s) {
     REQUIRE(s, am_rpc_register(NULL, echo_fn, s, &id) == AM_ERR_INVALID_ARGUMENT);
     REQUIRE(s, am_rpc_reply_set(NULL, NULL, 0) == AM_ERR_INVALID_ARGUMENT);
     REQUIRE(s, am_rpc_reply_error(NULL, "x") == AM_ERR_INVALID_ARGUMENT);
-    REQUIRE(s, am_future_wait(NULL) == AM_ERR_INVALID_ARGUMENT);
+    REQUIRE(s, am_rpc_future_wait(NULL) == AM_ERR_INVALID_ARGUMENT);
     int ready = 3;
-    REQUIRE(s, am_future_test(NULL, &ready) == AM_ERR_INVALID_ARGUMENT);
+    REQUIRE(s, am_rpc_future_test(NULL, &ready) == AM_ERR_INVALID_ARGUMENT);
     size_t got = 3;
-    REQUIRE(s, am_future_get(NULL, NULL, 0, &got) == AM_ERR_INVALID_ARGUMENT && got == 0);
+    REQUIRE(s, am_rpc_future_get(NULL, NULL, 0, &got) == AM_ERR_INVALID_ARGUMENT && got == 0);
     REQUIRE(s, am_rpc_max_bytes(NULL) == 0);
-    am_future_free(NULL);
+    am_rpc_future_free(NULL);
 
     /* Registered but not yet enabled by a barrier. */
     am_rpc_t late = AM_RPC_INVALID;
@@ -538,9 +544,9 @@ static int scenario_bad_id(rank_state* s) {
     REQUIRE_OK(s, am_barrier(s->ctx));
     if (call_ok(s, s->right, late, NULL, 0, &f)) return 1;
     unsigned char buf[8];
-    REQUIRE_OK(s, am_future_get(f, buf, sizeof buf, &got));
+    REQUIRE_OK(s, am_rpc_future_get(f, buf, sizeof buf, &got));
     REQUIRE(s, got == 8 && get_u32(buf) == (uint32_t)s->right);
-    am_future_free(f);
+    am_rpc_future_free(f);
     /* Nothing of the refused calls ran: only the one good call did, here and on the right. */
     REQUIRE_OK(s, am_barrier(s->ctx));
     REQUIRE(s, am_counter_value(&s->served) == 1);
@@ -551,13 +557,13 @@ static int scenario_bad_id(rank_state* s) {
 /* What remote functions and plain handlers may not do. */
 static int scenario_misuse(rank_state* s) {
     if (register_all(s)) return 1;
-    am_future_t* f = NULL;
+    am_rpc_future_t* f = NULL;
     unsigned char buf[8];
     size_t got = 0;
     if (call_ok(s, s->right, s->misuse, NULL, 0, &f)) return 1;
-    REQUIRE_OK(s, am_future_get(f, buf, sizeof buf, &got));
+    REQUIRE_OK(s, am_rpc_future_get(f, buf, sizeof buf, &got));
     REQUIRE(s, got == 2 && memcmp(buf, "ok", 2) == 0);
-    am_future_free(f);
+    am_rpc_future_free(f);
     /* A future that cannot be ready until this rank releases it, looked at by a plain handler
      * of this rank. */
     unsigned char arg[4];
@@ -566,9 +572,9 @@ static int scenario_misuse(rank_state* s) {
     REQUIRE_OK(s, am_request_short(s->ctx, s->rank, s->probe, NULL, 0));
     REQUIRE_OK(s, am_counter_wait(s->ctx, &s->checks, 2)); /* the right's misuse_fn, the probe */
     REQUIRE_OK(s, am_rpc_call_ff(s->ctx, s->right, s->release_fn, NULL, 0));
-    REQUIRE_OK(s, am_future_get(s->pending, buf, sizeof buf, &got));
+    REQUIRE_OK(s, am_rpc_future_get(s->pending, buf, sizeof buf, &got));
     REQUIRE(s, got == 4 && get_u32(buf) == 1);
-    am_future_free(s->pending);
+    am_rpc_future_free(s->pending);
     s->pending = NULL;
     return finish(s);
 }
@@ -579,26 +585,26 @@ static int scenario_free_unwaited(rank_state* s) {
     if (register_all(s)) return 1;
     unsigned char args[32], arg[4];
     for (unsigned i = 0; i < IN_FLIGHT; ++i) {
-        am_future_t* f = NULL;
+        am_rpc_future_t* f = NULL;
         fill(args, s->rank, sizeof args);
         if (call_ok(s, s->right, s->echo, args, sizeof args, &f)) return 1;
-        am_future_free(f);
+        am_rpc_future_free(f);
     }
-    am_future_t* w = NULL;
+    am_rpc_future_t* w = NULL;
     put_u32(arg, 1);
     if (call_ok(s, s->right, s->wait, arg, sizeof arg, &w)) return 1;
-    am_future_free(w); /* its function is blocked on the right */
+    am_rpc_future_free(w); /* its function is blocked on the right */
     REQUIRE_OK(s, am_rpc_call_ff(s->ctx, s->right, s->release_fn, NULL, 0));
     /* This rank serves as many from the left: all ran, none twice. */
     REQUIRE_OK(s, am_counter_wait(s->ctx, &s->served, IN_FLIGHT + 2));
     /* A later call is unaffected, and completes after the dropped results were handled. */
-    am_future_t* f = NULL;
+    am_rpc_future_t* f = NULL;
     unsigned char buf[8];
     size_t got = 0;
     if (call_ok(s, s->right, s->who, NULL, 0, &f)) return 1;
-    REQUIRE_OK(s, am_future_get(f, buf, sizeof buf, &got));
+    REQUIRE_OK(s, am_rpc_future_get(f, buf, sizeof buf, &got));
     REQUIRE(s, got == 8 && get_u32(buf + 4) == (uint32_t)s->rank);
-    am_future_free(f);
+    am_rpc_future_free(f);
     REQUIRE_OK(s, am_barrier(s->ctx));
     REQUIRE(s, am_counter_value(&s->served) == IN_FLIGHT + 3);
     return finish(s);
@@ -613,25 +619,21 @@ static int scenario_limit(rank_state* s) {
         return 0;
     }
     if (register_all(s)) return 1;
-    am_future_t *first = NULL, *second = NULL;
+    am_rpc_future_t *first = NULL, *second = NULL;
     unsigned char arg[4];
     size_t got = 1;
     put_u32(arg, 1);
     if (call_ok(s, s->right, s->limited, arg, sizeof arg, &first)) return 1;
     if (call_ok(s, s->right, s->limited, arg, sizeof arg, &second)) return 1;
     /* Refused on the right while the first one waits there; it has not been released. */
-    EXPECT_ERR(s, "am_future_get", am_future_get(second, NULL, 0, &got), AM_ERR_REMOTE,
+    EXPECT_ERR(s, "am_rpc_future_get", am_rpc_future_get(second, NULL, 0, &got), AM_ERR_REMOTE,
                "failed: am_counter_wait: rank ", "over the limit", "AM_OAM_MAX_THREADS");
     REQUIRE(s, got == 0);
     int ready = 1;
-    REQUIRE_OK(s, am_future_test(first, &ready));
+    REQUIRE_OK(s, am_rpc_future_test(first, &ready));
     REQUIRE(s, ready == 0);
     REQUIRE_OK(s, am_rpc_call_ff(s->ctx, s->right, s->release_fn, NULL, 0));
-    REQUIRE_OK(s, am_future_get(first, NULL, 0, &got));
-    REQUIRE(s, got == 0);
-    am_future_free(first);
-    am_future_free(second);
-    return finish(s);
+    return finish_empty(s, first, second);
 }
 
 /* A fire-and-forget call whose function fails brings the job down: there is nobody to tell.
@@ -656,67 +658,24 @@ static int scenario_ff_error(rank_state* s) {
 
 /* ------------------------------------------------------------------------------ main */
 
-typedef struct scenario {
-    const char* name;
-    int (*run)(rank_state*);
-    int expect_job_failure;
-} scenario;
-
-static const scenario scenarios[] = {
-    {"call", scenario_call, 0},
-    {"ff", scenario_ff, 0},
-    {"nested", scenario_nested, 0},
-    {"remote_error", scenario_remote_error, 0},
-    {"small_buffer", scenario_small_buffer, 0},
-    {"bad_id", scenario_bad_id, 0},
-    {"misuse", scenario_misuse, 0},
-    {"free_unwaited", scenario_free_unwaited, 0},
-    {"limit", scenario_limit, 0},
-    {"ff_error", scenario_ff_error, 1},
-};
+static const char* const names[] = {"call",         "ff",      "nested", "remote_error",
+                                    "small_buffer", "bad_id",  "misuse", "free_unwaited",
+                                    "limit",        "ff_error"};
+static int (*const runs[])(rank_state*) = {
+    scenario_call,         scenario_ff,      scenario_nested, scenario_remote_error,
+    scenario_small_buffer, scenario_bad_id,  scenario_misuse, scenario_free_unwaited,
+    scenario_limit,        scenario_ff_error};
 
 static void rank_main(am_context_t* ctx, void* arg) {
-    const scenario* sc = arg;
+    const size_t sc = *(const size_t*)arg;
     rank_state s;
     memset(&s, 0, sizeof s);
-    s.ctx = ctx;
-    s.rank = am_rank(ctx);
-    s.size = am_size(ctx);
-    s.left = (s.rank + s.size - 1) % s.size;
-    s.right = (s.rank + 1) % s.size;
+    CHECK_RANK_INIT(&s, ctx);
     s.max_bytes = am_rpc_max_bytes(ctx);
-    if (sc->run(&s) != 0 || s.bad != 0) {
-        fprintf(stderr, "rpc_test: FAILED: rank %d: scenario %s\n", s.rank, sc->name);
-        if (!sc->expect_job_failure) (void)am_abort(ctx, "rpc_test check failed");
-    }
-}
-
-static int run_scenario(int argc, char** argv, const scenario* sc) {
-    fflush(stdout); /* ranks may be forked */
-    const int rc = am_run(argc, argv, rank_main, (void*)sc);
-    const int ok = sc->expect_job_failure ? rc != 0 : rc == 0;
-    fprintf(stderr, "rpc_test: %s: %s (am_run returned %d)\n", sc->name, ok ? "ok" : "FAILED", rc);
-    return !ok;
+    check_end(ctx, names[sc], runs[sc](&s) != 0 || s.bad != 0);
 }
 
 int main(int argc, char** argv) {
-    const size_t n = sizeof scenarios / sizeof scenarios[0];
-    check_init("rpc_test");
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s all|<scenario>; scenarios:", argv[0]);
-        for (size_t i = 0; i < n; ++i) fprintf(stderr, " %s", scenarios[i].name);
-        fputc('\n', stderr);
-        return 2;
-    }
-    int failures = 0, found = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (strcmp(argv[1], "all") != 0 && strcmp(argv[1], scenarios[i].name) != 0) continue;
-        found = 1;
-        failures += run_scenario(1, argv, &scenarios[i]);
-    }
-    if (!found) {
-        fprintf(stderr, "rpc_test: unknown scenario \"%s\"\n", argv[1]);
-        return 2;
-    }
-    return failures != 0;
+    return check_main_expecting(argc, argv, "rpc_test", names, sizeof names / sizeof names[0],
+                                rank_main, "ff_error");
 }

@@ -46,11 +46,11 @@ typedef struct rank_state {
     int tables_differ; /* "mismatch": every barrier would report the tables again */
 } rank_state;
 
-/* The sum of `value` over all ranks, through an empty epoch (a value handed to am_epoch_end
+/* The sum of `value` over all ranks, through an empty epoch (a value handed to am_typed_epoch_end
  * is read when it is called, before the messages it waits for are handled). */
 static int sum_over_ranks(rank_state* s, uint64_t value, uint64_t* sum) {
-    REQUIRE_OK(s, am_epoch_begin(s->ctx, 0));
-    REQUIRE_OK(s, am_epoch_end(s->ctx, value, sum, NULL));
+    REQUIRE_OK(s, am_typed_epoch_begin(s->ctx, 0));
+    REQUIRE_OK(s, am_typed_epoch_end(s->ctx, value, sum, NULL));
     return 0;
 }
 
@@ -104,7 +104,7 @@ static int scenario_counts(rank_state* s) {
     for (int round = 0; round < 2; ++round) {
         memset(s->from, 0, sizeof s->from);
         s->odd_items = 0;
-        REQUIRE_OK(s, am_epoch_begin(s->ctx, round == 0 ? -1 : 0));
+        REQUIRE_OK(s, am_typed_epoch_begin(s->ctx, round == 0 ? -1 : 0));
         for (int d = 0; d < s->size; ++d) {
             const int dest = (s->rank + d) % s->size;
             item batch[DIRECT_BATCH];
@@ -122,8 +122,8 @@ static int scenario_counts(rank_state* s) {
             for (int i = 0; i < 5; ++i) REQUIRE_OK(s, am_typed_layer_send(odd_out, b, dest));
         }
         uint64_t sum = 0;
-        am_epoch_stats_t st;
-        REQUIRE_OK(s, am_epoch_end(s->ctx, 1, &sum, &st));
+        am_typed_epoch_stats_t st;
+        REQUIRE_OK(s, am_typed_epoch_end(s->ctx, 1, &sum, &st));
         REQUIRE(s, sum == (uint64_t)s->size);
         for (int r = 0; r < s->size; ++r) {
             if (s->from[r] != PER_DEST)
@@ -190,15 +190,15 @@ static void keep_min(void* acc, const void* next, void* user) {
 /* One epoch of combining: every rank sends REPEATS values of each key to the key's owner. */
 static int reduce_epoch(rank_state* s, am_typed_layer_t* layer, int exact) {
     for (uint32_t k = 0; k < KEYS; ++k) s->keys_seen[k] = 0, s->min_of[k] = UINT32_MAX;
-    REQUIRE_OK(s, am_epoch_begin(s->ctx, -1));
+    REQUIRE_OK(s, am_typed_epoch_begin(s->ctx, -1));
     for (uint32_t j = 0; j < REPEATS; ++j) {
         for (uint32_t k = 0; k < KEYS; ++k) {
             const kv v = {k, kv_value(s->rank, k, j)};
             REQUIRE_OK(s, am_typed_layer_send(layer, &v, (int)(k % (uint32_t)s->size)));
         }
     }
-    am_epoch_stats_t st;
-    REQUIRE_OK(s, am_epoch_end(s->ctx, 0, NULL, &st));
+    am_typed_epoch_stats_t st;
+    REQUIRE_OK(s, am_typed_epoch_end(s->ctx, 0, NULL, &st));
     for (uint32_t k = 0; k < KEYS; ++k) {
         if ((int)(k % (uint32_t)s->size) != s->rank) continue;
         uint32_t want = UINT32_MAX;
@@ -225,13 +225,13 @@ static int scenario_dedup_reduce(rank_state* s) {
     /* Dedup: 100 distinct values, each sent 5 times; the cache outlives the epoch. */
     for (int round = 0; round < 2; ++round) {
         s->values_seen = 0;
-        REQUIRE_OK(s, am_epoch_begin(s->ctx, -1));
+        REQUIRE_OK(s, am_typed_epoch_begin(s->ctx, -1));
         for (int rep = 0; rep < 5; ++rep)
             for (uint32_t v = 0; v < 100; ++v)
                 REQUIRE_OK(s, am_typed_layer_send(dd, &v, (int)(v % (uint32_t)s->size)));
-        am_epoch_stats_t st;
+        am_typed_epoch_stats_t st;
         uint64_t total = 0;
-        REQUIRE_OK(s, am_epoch_end(s->ctx, 0, NULL, &st));
+        REQUIRE_OK(s, am_typed_epoch_end(s->ctx, 0, NULL, &st));
         if (sum_over_ranks(s, s->values_seen, &total) != 0) return 1;
         REQUIRE(s, total == (round == 0 ? 100u * (uint64_t)s->size : 0u));
         REQUIRE(s, st.messages_sent == (round == 0 ? 100u : 0u));
@@ -283,9 +283,10 @@ static void on_node(am_context_t* ctx, int source, const void* items, size_t cou
         }
         /* Epochs are begun and ended by the rank's code only. */
         if (n[i].id == 1) {
-            EXPECT_ERR(s, "am_epoch_end", am_epoch_end(ctx, 0, NULL, NULL), AM_ERR_BAD_CONTEXT,
+            EXPECT_ERR(s, "am_typed_epoch_end", am_typed_epoch_end(ctx, 0, NULL, NULL),
+                       AM_ERR_BAD_CONTEXT, "handler");
+            EXPECT_ERR(s, "am_typed_epoch_begin", am_typed_epoch_begin(ctx, -1), AM_ERR_BAD_CONTEXT,
                        "handler");
-            EXPECT_ERR(s, "am_epoch_begin", am_epoch_begin(ctx, -1), AM_ERR_BAD_CONTEXT, "handler");
             am_counter_add(&s->tree_failures, 1);
         }
     }
@@ -304,7 +305,7 @@ static void on_hop(am_context_t* ctx, int source, const void* items, size_t coun
             CHECK(s, st == AM_OK);
         } else {
             EXPECT_ERR(s, "am_typed_send", st, AM_ERR_BAD_CONTEXT, "nested 2 deep",
-                       "exceeds the depth 1", "am_epoch_begin's depth");
+                       "exceeds the depth 1", "am_typed_epoch_begin's depth");
             s->expected_failures++;
         }
     }
@@ -315,13 +316,13 @@ static int scenario_nested(rank_state* s) {
     REQUIRE_OK(s, am_typed_create(s->ctx, sizeof(node), on_node, s, "node", &s->tree));
     REQUIRE_OK(s, am_typed_create(s->ctx, sizeof(node), on_hop, s, "hop", &hops));
     REQUIRE_OK(s, am_typed_coalesce(s->tree, 64, &s->tree_out));
-    REQUIRE_OK(s, am_epoch_begin(s->ctx, -1));
+    REQUIRE_OK(s, am_typed_epoch_begin(s->ctx, -1));
     /* One tree per rank, rooted at id 1 on the rank itself (node ids repeat across trees,
      * which the count does not mind). */
     const node root = {TREE_DEPTH, 1};
     REQUIRE_OK(s, am_typed_send(s->tree, &root, 1, s->rank));
     uint64_t total = 0;
-    REQUIRE_OK(s, am_epoch_end(s->ctx, 0, NULL, NULL));
+    REQUIRE_OK(s, am_typed_epoch_end(s->ctx, 0, NULL, NULL));
     if (sum_over_ranks(s, am_counter_value(&s->tree_nodes), &total) != 0) return 1;
     REQUIRE(s, total == ((1u << (TREE_DEPTH + 1)) - 1u) * (uint64_t)s->size);
     /* Every rank's root has id 1 and runs on that rank: one misuse check per rank. */
@@ -331,11 +332,11 @@ static int scenario_nested(rank_state* s) {
     s->nodes = 0;
     s->expected_failures = 0;
     s->tree = hops;
-    REQUIRE_OK(s, am_epoch_begin(s->ctx, 1));
+    REQUIRE_OK(s, am_typed_epoch_begin(s->ctx, 1));
     const node first = {2, (uint32_t)s->rank};
     REQUIRE_OK(s, am_typed_send(hops, &first, 1, s->rank));
-    am_epoch_stats_t st;
-    REQUIRE_OK(s, am_epoch_end(s->ctx, 0, &total, &st));
+    am_typed_epoch_stats_t st;
+    REQUIRE_OK(s, am_typed_epoch_end(s->ctx, 0, &total, &st));
     REQUIRE(s, s->nodes == 2 && s->expected_failures == 1);
     REQUIRE(s, st.messages_sent == 2 && st.messages_handled == 2 && st.waves >= 1);
     return 0;
@@ -358,10 +359,10 @@ static int scenario_progress(rank_state* s) {
     for (int round = 0; round < 3; ++round) {
         am_counter_reset(&s->tree_nodes);
         am_counter_reset(&s->tree_failures);
-        REQUIRE_OK(s, am_epoch_begin(s->ctx, -1));
+        REQUIRE_OK(s, am_typed_epoch_begin(s->ctx, -1));
         const node root = {TREE_DEPTH, 1};
         REQUIRE_OK(s, am_typed_send(s->tree, &root, 1, s->rank));
-        REQUIRE_OK(s, am_epoch_end(s->ctx, 0, NULL, NULL));
+        REQUIRE_OK(s, am_typed_epoch_end(s->ctx, 0, NULL, NULL));
         uint64_t total = 0;
         if (sum_over_ranks(s, am_counter_value(&s->tree_nodes), &total) != 0) return 1;
         REQUIRE(s, total == ((1u << (TREE_DEPTH + 1)) - 1u) * (uint64_t)s->size);
@@ -405,17 +406,18 @@ static int scenario_errors(rank_state* s) {
     const uint64_t v = 42;
     /* Outside an epoch. */
     EXPECT_ERR(s, "am_typed_send", am_typed_send(type, &v, 1, 0), AM_ERR_BAD_CONTEXT,
-               "no epoch is open", "am_epoch_begin");
+               "no epoch is open", "am_typed_epoch_begin");
     EXPECT_ERR(s, "am_typed_layer_send", am_typed_layer_send(out, &v, 0), AM_ERR_BAD_CONTEXT,
                "no epoch is open");
-    EXPECT_ERR(s, "am_epoch_end", am_epoch_end(s->ctx, 0, NULL, NULL), AM_ERR_BAD_CONTEXT,
-               "no epoch is open");
-    EXPECT_ERR(s, "am_epoch_begin", am_epoch_begin(s->ctx, 7), AM_ERR_INVALID_ARGUMENT,
+    EXPECT_ERR(s, "am_typed_epoch_end", am_typed_epoch_end(s->ctx, 0, NULL, NULL),
+               AM_ERR_BAD_CONTEXT, "no epoch is open");
+    EXPECT_ERR(s, "am_typed_epoch_begin", am_typed_epoch_begin(s->ctx, 7), AM_ERR_INVALID_ARGUMENT,
                "depth 7 outside [-1, 6]");
     /* Inside: what was accepted before a failing call still arrives. */
     s->nodes = 0;
-    REQUIRE_OK(s, am_epoch_begin(s->ctx, -1));
-    EXPECT_ERR(s, "am_epoch_begin", am_epoch_begin(s->ctx, -1), AM_ERR_BAD_CONTEXT, "still open");
+    REQUIRE_OK(s, am_typed_epoch_begin(s->ctx, -1));
+    EXPECT_ERR(s, "am_typed_epoch_begin", am_typed_epoch_begin(s->ctx, -1), AM_ERR_BAD_CONTEXT,
+               "still open");
     for (int i = 0; i < 3; ++i) REQUIRE_OK(s, am_typed_layer_send(out, &v, s->right));
     REQUIRE_OK(s, am_typed_layer_send(dd, &v, s->right));
     char rank_text[96];
@@ -437,7 +439,7 @@ static int scenario_errors(rank_state* s) {
     REQUIRE(s, am_typed_send(type, NULL, 0, s->right) == AM_OK); /* sends nothing */
     REQUIRE_OK(s, am_typed_layer_send(dd, &v, s->right));        /* a duplicate: dropped */
     uint64_t total = 0;
-    REQUIRE_OK(s, am_epoch_end(s->ctx, 0, NULL, NULL));
+    REQUIRE_OK(s, am_typed_epoch_end(s->ctx, 0, NULL, NULL));
     if (sum_over_ranks(s, s->nodes, &total) != 0) return 1;
     REQUIRE(s, total == 4u * (uint64_t)s->size && s->nodes == 4);
     REQUIRE(s, am_typed_layer_count(dd) == 1);
