@@ -7,7 +7,9 @@
 #include <am/context.hpp>
 #include <am/error.hpp>
 #include <am/handler.hpp>
+#include <am/msg.hpp>
 #include <am/rpc.hpp>
+#include <am/splitc.hpp>
 #include <am/stats.hpp>
 #include <am/tam.hpp>
 #include <am/typed.hpp>

@@ -11,8 +11,8 @@
 namespace am::msg {
 namespace {
 
-detail::msg_layer& layer(token& t) {
-    return core::get<detail::msg_layer>(t.ctx(), detail::msg_layer::key, "am::msg");
+am::detail::msg_layer& layer(token& t) {
+    return core::get<am::detail::msg_layer>(t.ctx(), am::detail::msg_layer::key, "am::msg");
 }
 
 }  // namespace
@@ -360,21 +360,26 @@ msg_layer& msg_of(const context& c, const char* call) {
 
 }  // namespace
 
+}  // namespace am::detail
+
+// The layer's entry points, declared in <am/detail/msg.hpp>.
+namespace am::msg::detail {
+
 void msg_send(context& c, int dest, int tag, std::span<const std::byte> data) {
-    msg_of(c, "am::context::send").send(dest, tag, data);
+    am::detail::msg_of(c, "am::context::send").send(dest, tag, data);
 }
 message_status msg_recv(context& c, int source, int tag, std::span<std::byte> buffer) {
-    return msg_of(c, "am::context::recv").recv(source, tag, buffer);
+    return am::detail::msg_of(c, "am::context::recv").recv(source, tag, buffer);
 }
 request msg_isend(context& c, int dest, int tag, std::span<const std::byte> data,
                   const char* call) {
-    return msg_of(c, call).isend(dest, tag, data, call);
+    return am::detail::msg_of(c, call).isend(dest, tag, data, call);
 }
 request msg_irecv(context& c, int source, int tag, std::span<std::byte> buffer, const char* call) {
-    return msg_of(c, call).irecv(source, tag, buffer, call);
+    return am::detail::msg_of(c, call).irecv(source, tag, buffer, call);
 }
 
-}  // namespace am::detail
+}  // namespace am::msg::detail
 
 // ------------------------------------------------------------------------------- am::request
 

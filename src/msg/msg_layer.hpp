@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace am::detail {
+namespace am::msg::detail {
 
 /// One send or receive in progress. Owned by its `am::request` (or the blocking call's frame).
 struct msg_op {
@@ -37,6 +37,10 @@ struct msg_op {
     // send
     const std::byte* data = nullptr;
 };
+
+}  // namespace am::msg::detail
+
+namespace am::detail {
 
 class msg_layer final : public core::layer {
   public:

@@ -337,28 +337,6 @@ rma_layer* rma_if(const context& c) noexcept {
 
 }  // namespace
 
-void rma_put(context& c, const rma_shape& s, counter* flag, counter* done, const char* call) {
-    rma_of(c, call).put(s, flag, done, call);
-}
-void rma_get(context& c, const rma_shape& s, counter* flag, const char* call) {
-    rma_of(c, call).get(s, flag, call);
-}
-std::uint64_t rma_allocate(context& c, std::size_t bytes, std::size_t align) {
-    return rma_of(c, "am::context::allocate").allocate(bytes, align);
-}
-void rma_deallocate(context& c, int rank, std::uint64_t offset) {
-    rma_of(c, "am::context::deallocate").deallocate(rank, offset);
-}
-void rma_exchange(context& c, const void* in, void* out, std::size_t bytes) {
-    rma_of(c, "am::context::exchange").exchange(in, out, bytes);
-}
-void* rma_local(const context& c, int rank, std::uint64_t offset, std::size_t bytes) noexcept {
-    rma_layer* m = rma_if(c);
-    return m == nullptr ? nullptr : m->local(rank, offset, bytes);
-}
-std::uint64_t rma_offset_of(const context& c, const void* p, std::size_t bytes) {
-    return rma_of(c, "am::context::to_global").offset_of(p, bytes);
-}
 std::uint32_t counter_attach(context& c, counter* k) noexcept {
     rma_layer* m = rma_if(c);
     return m == nullptr ? counter_table::none : m->counters().attach(k);
@@ -369,3 +347,31 @@ void counter_detach(context& c, std::uint32_t id) noexcept {
 }
 
 }  // namespace am::detail
+
+// The layer's entry points, declared in <am/detail/splitc.hpp>.
+namespace am::splitc::detail {
+
+void rma_put(context& c, const rma_shape& s, counter* flag, counter* done, const char* call) {
+    am::detail::rma_of(c, call).put(s, flag, done, call);
+}
+void rma_get(context& c, const rma_shape& s, counter* flag, const char* call) {
+    am::detail::rma_of(c, call).get(s, flag, call);
+}
+std::uint64_t rma_allocate(context& c, std::size_t bytes, std::size_t align) {
+    return am::detail::rma_of(c, "am::context::allocate").allocate(bytes, align);
+}
+void rma_deallocate(context& c, int rank, std::uint64_t offset) {
+    am::detail::rma_of(c, "am::context::deallocate").deallocate(rank, offset);
+}
+void rma_exchange(context& c, const void* in, void* out, std::size_t bytes) {
+    am::detail::rma_of(c, "am::context::exchange").exchange(in, out, bytes);
+}
+void* rma_local(const context& c, int rank, std::uint64_t offset, std::size_t bytes) noexcept {
+    am::detail::rma_layer* m = am::detail::rma_if(c);
+    return m == nullptr ? nullptr : m->local(rank, offset, bytes);
+}
+std::uint64_t rma_offset_of(const context& c, const void* p, std::size_t bytes) {
+    return am::detail::rma_of(c, "am::context::to_global").offset_of(p, bytes);
+}
+
+}  // namespace am::splitc::detail

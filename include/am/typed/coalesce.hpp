@@ -4,8 +4,8 @@
 /// and `am::coalesce` (part of <am/typed.hpp>).
 #pragma once
 
+#include <am/detail/typed.hpp>
 #include <am/error.hpp>
-#include <am/typed/detail.hpp>
 #include <am/typed/message_type.hpp>
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 /// (part of <am/typed.hpp>).
 #pragma once
 
-#include <am/typed/detail.hpp>
+#include <am/detail/typed.hpp>
 
 #include <algorithm>
 #include <cstddef>

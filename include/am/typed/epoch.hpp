@@ -5,8 +5,8 @@
 #pragma once
 
 #include <am/context.hpp>
+#include <am/detail/typed.hpp>
 #include <am/error.hpp>
-#include <am/typed/detail.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <am/context.hpp>
-#include <am/typed/detail.hpp>
+#include <am/detail/typed.hpp>
 
 #include <cstddef>
 #include <cstdint>

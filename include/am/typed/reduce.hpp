@@ -4,8 +4,8 @@
 /// options of <am/typed/dedup.hpp> (part of <am/typed.hpp>).
 #pragma once
 
+#include <am/detail/typed.hpp>
 #include <am/typed/dedup.hpp>
-#include <am/typed/detail.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -4,8 +4,8 @@
 /// `am::coalesce_routed` (part of <am/typed.hpp>; docs/scaling.md).
 #pragma once
 
+#include <am/detail/typed.hpp>
 #include <am/error.hpp>
-#include <am/typed/detail.hpp>
 #include <am/typed/message_type.hpp>
 
 #include <algorithm>
