@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The tagged send/receive part of the C API (include/am/am_msg.h) over the message layer's
-// entry points (am::detail::msg_*) and am::request. A C request keeps the outcome once the
+// entry points (am::msg::detail::msg_*) and am::request. A C request keeps the outcome once the
 // operation is over, so a receive that failed (too small a buffer) reports the same failure
 // to every later test or wait instead of an empty success.
 #include "capi_layers.hpp"
@@ -8,7 +8,7 @@
 #include <am/am.h>
 #include <am/am_msg.h>
 #include <am/context.hpp>
-#include <am/message.hpp>
+#include <am/msg.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -101,7 +101,7 @@ am_status_t am_msg_send(am_context_t* ctx, int dest, int tag, const void* data,
                         size_t len) noexcept {
     return run_c(ctx, "am_msg_send", [&] {
         check_data("am_msg_send", ctx, data, len, "data pointer");
-        am::detail::msg_send(*ctx->cxx, dest, tag, {static_cast<const std::byte*>(data), len});
+        am::msg::detail::msg_send(*ctx->cxx, dest, tag, {static_cast<const std::byte*>(data), len});
     });
 }
 
@@ -110,7 +110,7 @@ am_status_t am_msg_recv(am_context_t* ctx, int source, int tag, void* buf, size_
     return run_c(ctx, "am_msg_recv", [&] {
         check_data("am_msg_recv", ctx, buf, cap, "receive buffer");
         store(status,
-              am::detail::msg_recv(*ctx->cxx, source, tag, {static_cast<std::byte*>(buf), cap}));
+              am::msg::detail::msg_recv(*ctx->cxx, source, tag, {static_cast<std::byte*>(buf), cap}));
     });
 }
 
@@ -122,7 +122,7 @@ am_status_t am_msg_send_nb(am_context_t* ctx, int dest, int tag, const void* dat
         check_data("am_msg_send_nb", ctx, data, len, "data pointer");
         auto r = std::make_unique<am_msg_request>();
         r->ctx = ctx->shared_from_this();
-        r->cxx = am::detail::msg_isend(
+        r->cxx = am::msg::detail::msg_isend(
             *ctx->cxx, dest, tag, {static_cast<const std::byte*>(data), len}, "am_msg_send_nb");
         *out = r.release();
     });
@@ -136,7 +136,7 @@ am_status_t am_msg_recv_nb(am_context_t* ctx, int source, int tag, void* buf, si
         check_data("am_msg_recv_nb", ctx, buf, cap, "receive buffer");
         auto r = std::make_unique<am_msg_request>();
         r->ctx = ctx->shared_from_this();
-        r->cxx = am::detail::msg_irecv(*ctx->cxx, source, tag, {static_cast<std::byte*>(buf), cap},
+        r->cxx = am::msg::detail::msg_irecv(*ctx->cxx, source, tag, {static_cast<std::byte*>(buf), cap},
                                        "am_msg_recv_nb");
         *out = r.release();
     });

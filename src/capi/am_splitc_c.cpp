@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The Split-C part of the C API (include/am/am_splitc.h) over the Split-C layer's entry points
-// (am::detail::rma_*): a C put or get is an rma_shape in bytes, checked by the layer, which
+// (am::splitc::detail::rma_*): a C put or get is an rma_shape in bytes, checked by the layer, which
 // names the C call in its errors; a C flag owns an am::counter, so C and C++ flags share the
 // layer's table of remote-flag identities.
 #include "capi_layers.hpp"
@@ -31,7 +31,7 @@ namespace {
 
 using namespace am::capi;
 using am::errc;
-using am::detail::rma_shape;
+using am::splitc::detail::rma_shape;
 
 // --------------------------------------------------------------------------------- checks
 
@@ -107,14 +107,14 @@ void put_c(am_context* c, const char* call, const rma_shape& s, am_splitc_flag_t
     }
     am::counter* f = flag_of(call, c, flag, "the flag");
     am::counter* d = flag_of(call, c, done, "the done flag");
-    am::detail::rma_put(*c->cxx, s, f, d, call);
+    am::splitc::detail::rma_put(*c->cxx, s, f, d, call);
 }
 
 void get_c(am_context* c, const char* call, const rma_shape& s, am_splitc_flag_t* flag,
            bool blocking) {
     if (!blocking)
         check_pointer(call, c, flag, true, "flag (am_splitc_get and its variants block)");
-    am::detail::rma_get(*c->cxx, s, flag_of(call, c, flag, "the flag"), call);
+    am::splitc::detail::rma_get(*c->cxx, s, flag_of(call, c, flag, "the flag"), call);
 }
 
 /// Runs `f` for `call` on `ctx`. The layer's messages speak of C++ names; a C caller knows
@@ -147,14 +147,14 @@ am_status_t am_splitc_alloc(am_context_t* ctx, size_t bytes, size_t align,
                      std::to_string(seg) + " bytes");
         }
         const std::uint64_t offset =
-            am::detail::rma_allocate(*ctx->cxx, bytes, align < 16 ? 16 : align);
+            am::splitc::detail::rma_allocate(*ctx->cxx, bytes, align < 16 ? 16 : align);
         *out = am_splitc_gptr(ctx->cxx->rank(), offset);
     });
 }
 
 am_status_t am_splitc_free(am_context_t* ctx, am_splitc_gptr_t p) noexcept {
     return run_c(ctx, "am_splitc_free",
-                 [&] { am::detail::rma_deallocate(*ctx->cxx, p.rank, p.offset); });
+                 [&] { am::splitc::detail::rma_deallocate(*ctx->cxx, p.rank, p.offset); });
 }
 
 am_status_t am_splitc_exchange(am_context_t* ctx, am_splitc_gptr_t mine,
@@ -165,7 +165,7 @@ am_status_t am_splitc_exchange(am_context_t* ctx, am_splitc_gptr_t mine,
         const std::uint64_t in[2] = {
             static_cast<std::uint64_t>(static_cast<std::int64_t>(mine.rank)), mine.offset};
         std::vector<std::uint64_t> words(2 * static_cast<std::size_t>(ctx->cxx->size()));
-        am::detail::rma_exchange(*ctx->cxx, in, words.data(), sizeof in);
+        am::splitc::detail::rma_exchange(*ctx->cxx, in, words.data(), sizeof in);
         for (std::size_t r = 0; r < words.size() / 2; ++r) {
             all[r] = am_splitc_gptr(static_cast<int>(static_cast<std::int64_t>(words[2 * r])),
                                     words[2 * r + 1]);
@@ -174,7 +174,7 @@ am_status_t am_splitc_exchange(am_context_t* ctx, am_splitc_gptr_t mine,
 }
 
 void* am_splitc_local(const am_context_t* ctx, am_splitc_gptr_t p, size_t bytes) noexcept {
-    return ctx == nullptr ? nullptr : am::detail::rma_local(*ctx->cxx, p.rank, p.offset, bytes);
+    return ctx == nullptr ? nullptr : am::splitc::detail::rma_local(*ctx->cxx, p.rank, p.offset, bytes);
 }
 
 am_status_t am_splitc_to_global(am_context_t* ctx, const void* addr, size_t bytes,
@@ -182,7 +182,7 @@ am_status_t am_splitc_to_global(am_context_t* ctx, const void* addr, size_t byte
     if (out != nullptr) *out = am_splitc_gptr(-1, 0);
     return run_c(ctx, "am_splitc_to_global", [&] {
         check_pointer("am_splitc_to_global", ctx, out, true, "pointer for the result");
-        *out = am_splitc_gptr(ctx->cxx->rank(), am::detail::rma_offset_of(*ctx->cxx, addr, bytes));
+        *out = am_splitc_gptr(ctx->cxx->rank(), am::splitc::detail::rma_offset_of(*ctx->cxx, addr, bytes));
     });
 }
 

@@ -24,7 +24,7 @@ request msg_irecv(context& c, int source, int tag, std::span<std::byte> buffer, 
 
 }  // namespace msg::detail
 
-// The names src/capi and src/msg use (they predate the layer namespaces): kept until they move.
+// The names src/msg uses (it predates the layer namespaces): kept until it moves.
 namespace detail {
 using msg::detail::msg_irecv;
 using msg::detail::msg_isend;

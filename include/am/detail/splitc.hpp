@@ -99,16 +99,4 @@ std::vector<global_ptr<T>> exchange(Context& c, global_ptr<T> mine) {
 
 }  // namespace splitc::detail
 
-// The names src/capi uses (it predates the layer namespaces): kept until it moves.
-namespace detail {
-using splitc::detail::rma_allocate;
-using splitc::detail::rma_deallocate;
-using splitc::detail::rma_exchange;
-using splitc::detail::rma_get;
-using splitc::detail::rma_local;
-using splitc::detail::rma_offset_of;
-using splitc::detail::rma_put;
-using splitc::detail::rma_shape;
-}  // namespace detail
-
 }  // namespace am
