@@ -31,9 +31,9 @@
 //     epoch_assert::concurrent (origin-side execution on the mapped window); AMs/s. Beside
 //     mpi_rma and mpi_twosided, the baseline mpi_shm: the kernel run by every origin directly
 //     on the target's MPI_Win_allocate_shared memory in a fence epoch.
-#include "common/baseline.hpp"
-#include "common/options.hpp"
-#include "common/sys.hpp"
+#include "lib/baseline.hpp"
+#include "lib/options.hpp"
+#include "lib/sys.hpp"
 #include "window_common.hpp"
 
 #include <am/am.hpp>

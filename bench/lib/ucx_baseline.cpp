@@ -312,16 +312,6 @@ const char* ucx_op(ucx_test t) {
     return t == ucx_test::am_lat ? "ucp_am_lat" : "ucp_am_bw";
 }
 
-std::vector<std::size_t> am_sizes(const reporter& rep, const char* metric) {
-    std::vector<std::size_t> v;
-    for (const result& r : rep.results()) {
-        if (std::string_view(r.system) != "am" || std::string_view(r.metric) != metric) continue;
-        if (std::find(v.begin(), v.end(), r.bytes) == v.end()) v.push_back(r.bytes);
-    }
-    std::sort(v.begin(), v.end());
-    return v;
-}
-
 ucx_baseline::ucx_baseline(const options& o, std::string bench)
     : _o(o),
       _bench(std::move(bench)),

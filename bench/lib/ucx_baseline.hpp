@@ -61,7 +61,4 @@ class ucx_baseline {
     bool _noted = false;
 };
 
-/// The distinct `bytes` of the `am` results with `metric`, in increasing order.
-std::vector<std::size_t> am_sizes(const reporter& rep, const char* metric);
-
 }  // namespace am::bench

@@ -25,9 +25,9 @@
 // types happen once. The library's defaults are used throughout (ring sizes by rank count,
 // default coalescing buffers and routing group, no pinning): this measures what a program
 // that just asks for N thread ranks gets. Ranks beyond the cores oversubscribe them.
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/typed_bench.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "typed/typed_bench.hpp"
 
 #include <am/am.hpp>
 
@@ -221,11 +221,10 @@ int run_one(const plan& p, int ranks) {
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    typed::arg_split a(argc, argv);
-    const typed::extra_options x = typed::take_extra_options(a, true);
-    std::vector<char*> rest = a.rest();
+    typed::extra_options x;
+    const std::vector<option_spec> extra = typed::extra_table(x, true);
     options o = parse_options(
-        static_cast<int>(rest.size()) - 1, rest.data(),
+        argc, argv,
         "Start-up, barrier, an empty epoch and one routed and one direct messaging epoch on\n"
         "many thread ranks: wall time, CPU time of the process and peak resident memory.\n"
         "thread_scale options:\n"
@@ -233,11 +232,11 @@ int main(int argc, char** argv) {
         "  --messages K      values each rank sends per messaging epoch (default 4)\n"
         "  --reps R          repetitions of barrier and the epochs (default 1)\n"
         "  --ops a,b,...     barrier, epoch_empty, types, epoch_routed, epoch_direct\n"
-        "                    (startup always)");
-    const bool reps_given = std::find(a.all().begin(), a.all().end(), "--reps") != a.all().end();
+        "                    (startup always)",
+        extra);
     plan p;
     p.o = &o;
-    p.reps = reps_given ? o.reps : 1;
+    p.reps = given(o, "--reps") ? o.reps : 1;
     if (x.messages != 0) p.messages = x.messages;
     const std::vector<int> ranks = x.ranks.empty() ? std::vector<int>{64, 256, 1024} : x.ranks;
     int status = 0;
