@@ -790,16 +790,11 @@ const char* usage =
     "  --mpirun PATH                   launcher of the baselines\n";
 
 plan parse(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i) {
-        if (std::string_view(argv[i]) == "--help") {
-            std::fputs(usage, stdout);
-            std::exit(0);
-        }
-    }
-    const args a(argc, argv, {"--quick", "--no-baseline", "--json"});
-    a.only({"--figures", "--transport", "--reps", "--iters", "--ams", "--units", "--buffers",
-            "--buffers5", "--ranks5", "--ranks7", "--unit", "--epochs", "--large", "--small",
-            "--ops7", "--db", "--attach", "--baseline-max-ranks", "--mpirun"});
+    const args a(argc, argv, usage,
+                 {"--figures", "--transport", "--reps", "--iters", "--ams", "--units", "--buffers",
+                  "--buffers5", "--ranks5", "--ranks7", "--unit", "--epochs", "--large", "--small",
+                  "--ops7", "--db", "--attach", "--baseline-max-ranks", "--mpirun"},
+                 {"--quick", "--no-baseline", "--json"});
     plan p;
     p.quick = a.has("--quick");
     p.baseline = !a.has("--no-baseline");
