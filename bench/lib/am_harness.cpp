@@ -445,6 +445,12 @@ int bench_main(const options& o, const round_parts& parts) {
     return bench_main(o, parts, o.json ? output::json : output::table);
 }
 
+int bench_main(int argc, char** argv, const bench_program& p) {
+    const options o = bench_options(argc, argv, p.name, p.summary);
+    return bench_main(o, {[&](reporter& rep, bool& reporting) { return p.am(o, rep, reporting); },
+                          [&](reporter& rep) { return p.baselines(o, rep); }});
+}
+
 bool baseline_skipped(const options& o) {
     if (o.baseline) return false;
     std::fprintf(stderr, "%s: MPI baseline skipped (--no-baseline)\n", o.bench.c_str());

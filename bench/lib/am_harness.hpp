@@ -157,6 +157,19 @@ int bench_main(const options& o, const round_parts& parts, output mode,
 /// `bench_main` with output JSON lines (--json) or a table.
 int bench_main(const options& o, const round_parts& parts);
 
+/// A program without options of its own, as `bench_main` runs it.
+struct bench_program {
+    const char* name;     ///< its "bench" key and the name in its messages
+    const char* summary;  ///< what --help says it measures
+    /// The am side of one round (`run_am_job`, `run_rma_jobs`); returns its status.
+    std::function<int(const options& o, reporter& rep, bool& reporting)> am;
+    /// Its baselines, once the am side succeeded; false when a wanted one could not run.
+    std::function<bool(const options& o, reporter& rep)> baselines;
+};
+
+/// The whole main of such a program: `bench_options`, then `bench_main` of its parts.
+int bench_main(int argc, char** argv, const bench_program& p);
+
 /// True, after saying so on stderr, when --no-baseline asked to skip the MPI baseline.
 bool baseline_skipped(const options& o);
 

@@ -39,6 +39,10 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "sendrecv_pingpong";
+constexpr const char* about =
+    "Two-sided messages on active messages: ctx.send/ctx.recv ping-pong latency (8 B - 4 "
+    "MiB) and windowed isend/irecv bandwidth, and the MPI_Send/MPI_Recv baseline in the same "
+    "run.\nops (--ops): send_recv, isend_window (default both).";
 constexpr std::size_t default_max_bytes = std::size_t{4} << 20;
 constexpr int tag_data = 1, tag_ack = 2;
 
@@ -217,18 +221,14 @@ bool compare_with_mpi(const options& o, reporter& rep) {
     return true;
 }
 
+int run_round(const options& o, reporter& rep, bool& reporting) {
+    return run_am_job(o, {}, rank_main, rep, reporting);
+}
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    const options o = bench_options(
-        argc, argv, bench_name,
-        "Two-sided messages on active messages: ctx.send/ctx.recv ping-pong latency (8 B - 4 "
-        "MiB) and windowed isend/irecv bandwidth, and the MPI_Send/MPI_Recv baseline in the same "
-        "run.\nops (--ops): send_recv, isend_window (default both).");
-    return bench_main(o, {[&](reporter& rep, bool& reporting) {
-                              return run_am_job(o, {}, rank_main, rep, reporting);
-                          },
-                          [&](reporter& rep) { return compare_with_mpi(o, rep); }});
+    return bench_main(argc, argv, bench_program{bench_name, about, run_round, compare_with_mpi});
 }

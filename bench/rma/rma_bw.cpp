@@ -39,6 +39,10 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "rma_bw";
+constexpr const char* about =
+    "Bandwidth of windowed puts / gets (Split-C global memory), 8 B - 4 MiB, on the direct "
+    "and the active-message path, beside memcpy, and the MPI_Put/MPI_Get + MPI_Win_flush "
+    "baseline with the same window.\nops (--ops): put, get (default both).";
 
 /// One window of puts or gets, complete when it returns.
 void window(rma_ranks& r, const rank_env& env, bool put, std::size_t bytes, std::uint64_t w) {
@@ -124,18 +128,14 @@ bool compare_with_mpi(const options& o, reporter& rep) {
     return true;
 }
 
+int run_round(const options& o, reporter& rep, bool& reporting) {
+    return run_rma_jobs(o, rank_main, rep, reporting);
+}
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    const options o = bench_options(
-        argc, argv, bench_name,
-        "Bandwidth of windowed puts / gets (Split-C global memory), 8 B - 4 MiB, on the direct "
-        "and the active-message path, beside memcpy, and the MPI_Put/MPI_Get + MPI_Win_flush "
-        "baseline with the same window.\nops (--ops): put, get (default both).");
-    return bench_main(o, {[&](reporter& rep, bool& reporting) {
-                              return run_rma_jobs(o, rank_main, rep, reporting);
-                          },
-                          [&](reporter& rep) { return compare_with_mpi(o, rep); }});
+    return bench_main(argc, argv, bench_program{bench_name, about, run_round, compare_with_mpi});
 }

@@ -46,6 +46,10 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "rma_lat";
+constexpr const char* about =
+    "Latency of one completed put / get (Split-C global memory), 8 B - 4 MiB, on the "
+    "direct and the active-message path, and the MPI_Put/MPI_Get + MPI_Win_flush baseline.\n"
+    "ops (--ops): get, put, put_flag, get_blocking, put_blocking (default all).";
 
 /// The MPI op each am op is compared with.
 constexpr std::pair<const char*, const char*> mpi_op_of[] = {{"get", "get_flush"},
@@ -188,18 +192,14 @@ bool compare_with_mpi(const options& o, reporter& rep) {
     return true;
 }
 
+int run_round(const options& o, reporter& rep, bool& reporting) {
+    return run_rma_jobs(o, rank_main, rep, reporting);
+}
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    const options o = bench_options(
-        argc, argv, bench_name,
-        "Latency of one completed put / get (Split-C global memory), 8 B - 4 MiB, on the "
-        "direct and the active-message path, and the MPI_Put/MPI_Get + MPI_Win_flush baseline.\n"
-        "ops (--ops): get, put, put_flag, get_blocking, put_blocking (default all).");
-    return bench_main(o, {[&](reporter& rep, bool& reporting) {
-                              return run_rma_jobs(o, rank_main, rep, reporting);
-                          },
-                          [&](reporter& rep) { return compare_with_mpi(o, rep); }});
+    return bench_main(argc, argv, bench_program{bench_name, about, run_round, compare_with_mpi});
 }
