@@ -29,6 +29,9 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "am_flood";
+constexpr const char* about =
+    "One-way message rate of short and medium active messages "
+    "(8 B - 64 KiB), and the MPI windowed-Isend baseline.";
 constexpr std::size_t default_max_bytes = 64 << 10;
 
 /// Rank-local state and the handlers of one rank.
@@ -160,10 +163,7 @@ bool compare_with_ucx(const options& o, ucx_baseline& ucx, reporter& rep) {
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    const options o = bench_options(argc, argv, bench_name,
-                                    "One-way message rate of short and medium active messages "
-                                    "(8 B - 64 KiB), and the MPI windowed-Isend baseline.",
-                                    {}, true);
+    const options o = bench_options(argc, argv, bench_name, about, {}, true);
     ucx_baseline ucx(o, bench_name);
     return bench_main(o, {[&](reporter& rep, bool& reporting) {
                               return run_am_job(o, {}, rank_main, rep, reporting);

@@ -42,6 +42,9 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "am_pingpong";
+constexpr const char* about =
+    "One-way latency of short/medium/long active messages, long-message "
+    "bandwidth vs memcpy, and the MPI baseline in the same run.";
 constexpr std::size_t default_max_long = std::size_t{4} << 20;
 
 /// Most bytes of the receiver's segment the long stream spreads its slots over (the slots of
@@ -414,10 +417,7 @@ void print_demo(const std::vector<std::vector<result>>& rounds) {
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    options o = bench_options(argc, argv, bench_name,
-                              "One-way latency of short/medium/long active messages, long-message "
-                              "bandwidth vs memcpy, and the MPI baseline in the same run.",
-                              {}, true);
+    options o = bench_options(argc, argv, bench_name, about, {}, true);
     if (o.demo) {
         o.transport = "shm";
         o.ranks = 2;

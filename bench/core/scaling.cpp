@@ -54,6 +54,15 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "scaling";
+constexpr const char* about =
+    "Scaling of the typed layer with the rank count: time of an empty epoch (general and\n"
+    "depth-0 detectors) and of ctx.barrier(), core messages and bytes per rank per epoch,\n"
+    "an all-to-all epoch through one coalescing layer, and memory per rank.\n"
+    "scaling: --ranks a,b,... (default 64,128,256,512,1024; --quick 4,8); --iters K per\n"
+    "repetition (default: calibrated to --min-ms, default 200); --coalesce-bytes B of the\n"
+    "all-to-all (default: the library's); --quick: ranks 4,8, K = 20, 3 repetitions;\n"
+    "--ops: alltoall_routed, alltoall, epoch_general, epoch_depth0, am_barrier;\n"
+    "--transport: threads (default), shm or mpi (mpirun --oversubscribe).";
 
 struct plan {
     std::uint64_t iters = 0;   // 0: calibrated
@@ -260,18 +269,7 @@ void rank_main(am::context& ctx, rank_env& env, const plan& p) {
 int main(int argc, char** argv) {
     using namespace am::bench;
     typed::extra_options x;
-    const std::vector<option_spec> extra = typed::extra_table(x, true);
-    options o = bench_options(
-        argc, argv, bench_name,
-        "Scaling of the typed layer with the rank count: time of an empty epoch (general and\n"
-        "depth-0 detectors) and of ctx.barrier(), core messages and bytes per rank per epoch,\n"
-        "an all-to-all epoch through one coalescing layer, and memory per rank.\n"
-        "scaling: --ranks a,b,... (default 64,128,256,512,1024; --quick 4,8); --iters K per\n"
-        "repetition (default: calibrated to --min-ms, default 200); --coalesce-bytes B of the\n"
-        "all-to-all (default: the library's); --quick: ranks 4,8, K = 20, 3 repetitions;\n"
-        "--ops: alltoall_routed, alltoall, epoch_general, epoch_depth0, am_barrier;\n"
-        "--transport: threads (default), shm or mpi (mpirun --oversubscribe).",
-        extra, true);
+    options o = bench_options(argc, argv, bench_name, about, typed::extra_table(x, true), true);
     if (!o.transport_given && o.transport != "mpi") o.transport = "threads";
     if (!given(o, "--reps")) o.reps = x.quick ? 3 : 5;
     o.baseline = false;  // no MPI baseline: the MPI side is the mpi transport itself

@@ -50,6 +50,15 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "thread_scale";
+constexpr const char* about =
+    "Start-up, barrier, an empty epoch and one routed and one direct messaging epoch on\n"
+    "many thread ranks: wall time, CPU time of the process and peak resident memory.\n"
+    "thread_scale options:\n"
+    "  --ranks a,b,...   rank counts, each in a child process (default 64,256,1024)\n"
+    "  --messages K      values each rank sends per messaging epoch (default 4)\n"
+    "  --reps R          repetitions of barrier and the epochs (default 1)\n"
+    "  --ops a,b,...     barrier, epoch_empty, types, epoch_routed, epoch_direct\n"
+    "                    (startup always)";
 using clock_type = std::chrono::steady_clock;
 
 double cpu_seconds() {
@@ -222,18 +231,7 @@ int run_one(const plan& p, int ranks) {
 int main(int argc, char** argv) {
     using namespace am::bench;
     typed::extra_options x;
-    const std::vector<option_spec> extra = typed::extra_table(x, true);
-    options o = parse_options(
-        argc, argv,
-        "Start-up, barrier, an empty epoch and one routed and one direct messaging epoch on\n"
-        "many thread ranks: wall time, CPU time of the process and peak resident memory.\n"
-        "thread_scale options:\n"
-        "  --ranks a,b,...   rank counts, each in a child process (default 64,256,1024)\n"
-        "  --messages K      values each rank sends per messaging epoch (default 4)\n"
-        "  --reps R          repetitions of barrier and the epochs (default 1)\n"
-        "  --ops a,b,...     barrier, epoch_empty, types, epoch_routed, epoch_direct\n"
-        "                    (startup always)",
-        extra);
+    options o = parse_options(argc, argv, about, typed::extra_table(x, true));
     plan p;
     p.o = &o;
     p.reps = given(o, "--reps") ? o.reps : 1;

@@ -41,6 +41,12 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "epoch_overhead";
+constexpr const char* about =
+    "Cost of an empty am::epoch (general and depth-0 detectors, end(value)) and of\n"
+    "ctx.barrier(), against MPI_Barrier and MPI_Allreduce at the same rank count.\n"
+    "--iters K: operations per repetition (default: calibrated); --ops: epoch_general,\n"
+    "epoch_depth0, epoch_end_value, am_barrier, mpi_barrier, mpi_allreduce; --transport:\n"
+    "only this am transport (default: shm, then threads).";
 constexpr const char* am_ops[] = {"epoch_general", "epoch_depth0", "epoch_end_value", "am_barrier"};
 
 struct plan {
@@ -170,15 +176,7 @@ bool compare_with_mpi(const options& o, const plan& p, int ranks, reporter& part
 int main(int argc, char** argv) {
     using namespace am::bench;
     typed::extra_options x;
-    const std::vector<option_spec> extra = typed::extra_table(x, true);
-    options o = bench_options(
-        argc, argv, bench_name,
-        "Cost of an empty am::epoch (general and depth-0 detectors, end(value)) and of\n"
-        "ctx.barrier(), against MPI_Barrier and MPI_Allreduce at the same rank count.\n"
-        "--iters K: operations per repetition (default: calibrated); --ops: epoch_general,\n"
-        "epoch_depth0, epoch_end_value, am_barrier, mpi_barrier, mpi_allreduce; --transport:\n"
-        "only this am transport (default: shm, then threads).",
-        extra, true);
+    options o = bench_options(argc, argv, bench_name, about, typed::extra_table(x, true), true);
     if (x.quick && !given(o, "--reps")) o.reps = 3;
 
     plan p{};

@@ -219,32 +219,34 @@ void barrier_points(const job& j, double target) {
     }
 }
 
+constexpr const char* about =
+    "MPI baseline of typed_rate (mode alltoallv: --messages N per rank) and epoch_overhead "
+    "(mode barrier: --iters K or --min-ms T). Any number of ranks.";
+
+int run(const options& o, const typed::extra_options& x, int rank, int size) {
+    reporter rep(o.json ? output::json_only : output::table);
+    const job j{o, rank, size, rep, o.bench.empty() ? "mpi_" + o.mode : o.bench};
+    if (o.mode == "barrier") {
+        barrier_points(j, x.min_seconds > 0 ? x.min_seconds : 0.02);
+        return 0;
+    }
+    const std::uint64_t m = x.messages != 0 ? x.messages : std::uint64_t{8} << 20;
+    if (m > 0x7fffffffull) {
+        if (rank == 0) std::fprintf(stderr, "mpi_typed_baseline: --messages beyond 2^31\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    alltoallv_point(j, m);
+    return 0;
+}
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
     typed::extra_options x;
-    const std::vector<option_spec> extra = typed::extra_table(x, false);
     return mpi_baseline_main(
-        argc, argv, "mpi_typed_baseline",
-        "MPI baseline of typed_rate (mode alltoallv: --messages N per rank) and epoch_overhead "
-        "(mode barrier: --iters K or --min-ms T). Any number of ranks.",
-        {"alltoallv", "barrier"}, 0,
-        [&x](const options& o, int rank, int size) {
-            reporter rep(o.json ? output::json_only : output::table);
-            const job j{o, rank, size, rep, o.bench.empty() ? "mpi_" + o.mode : o.bench};
-            if (o.mode == "barrier") {
-                barrier_points(j, x.min_seconds > 0 ? x.min_seconds : 0.02);
-                return 0;
-            }
-            const std::uint64_t m = x.messages != 0 ? x.messages : std::uint64_t{8} << 20;
-            if (m > 0x7fffffffull) {
-                if (rank == 0) std::fprintf(stderr, "mpi_typed_baseline: --messages beyond 2^31\n");
-                MPI_Abort(MPI_COMM_WORLD, 2);
-            }
-            alltoallv_point(j, m);
-            return 0;
-        },
-        extra);
+        argc, argv, "mpi_typed_baseline", about, {"alltoallv", "barrier"}, 0,
+        [&x](const options& o, int rank, int size) { return run(o, x, rank, size); },
+        typed::extra_table(x, false));
 }

@@ -40,6 +40,10 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "typed_rate";
+constexpr const char* about =
+    "Aggregate rate of 16-byte typed messages to uniformly random ranks (self included):\n"
+    "am::coalesce (op coalesced), message_type::send (op uncoalesced), and the MPI\n"
+    "baseline: MPI_Alltoall + MPI_Alltoallv of the same records (op alltoallv).";
 constexpr std::uint64_t warmup_rep = std::uint64_t{1} << 32;  // seed index of the warm-up
 
 using typed::record;
@@ -166,13 +170,7 @@ bool compare_with_mpi(const options& o, const plan& p, reporter& rep) {
 int main(int argc, char** argv) {
     using namespace am::bench;
     typed::extra_options x;
-    const std::vector<option_spec> extra = typed::extra_table(x, false);
-    options o = bench_options(
-        argc, argv, bench_name,
-        "Aggregate rate of 16-byte typed messages to uniformly random ranks (self included):\n"
-        "am::coalesce (op coalesced), message_type::send (op uncoalesced), and the MPI\n"
-        "baseline: MPI_Alltoall + MPI_Alltoallv of the same records (op alltoallv).",
-        extra, true);
+    options o = bench_options(argc, argv, bench_name, about, typed::extra_table(x, false), true);
     if (x.quick && !given(o, "--reps")) o.reps = 3;
     plan p{};
     p.messages = x.messages != 0 ? x.messages
