@@ -29,9 +29,9 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "am_flood";
-constexpr const char* about =
-    "One-way message rate of short and medium active messages "
-    "(8 B - 64 KiB), and the MPI windowed-Isend baseline.";
+constexpr const char* about = R"(One-way message rate of short and medium active messages (8 B -
+64 KiB), and the MPI windowed-
+Isend baseline.)";
 constexpr std::size_t default_max_bytes = 64 << 10;
 
 /// Rank-local state and the handlers of one rank.

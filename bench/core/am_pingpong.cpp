@@ -42,9 +42,9 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "am_pingpong";
-constexpr const char* about =
-    "One-way latency of short/medium/long active messages, long-message "
-    "bandwidth vs memcpy, and the MPI baseline in the same run.";
+constexpr const char* about = R"(One-way latency of short/medium/long active messages, long-
+message bandwidth vs memcpy, and the
+MPI baseline in the same run.)";
 constexpr std::size_t default_max_long = std::size_t{4} << 20;
 
 /// Most bytes of the receiver's segment the long stream spreads its slots over (the slots of

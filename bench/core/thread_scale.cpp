@@ -50,15 +50,15 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "thread_scale";
-constexpr const char* about =
-    "Start-up, barrier, an empty epoch and one routed and one direct messaging epoch on\n"
-    "many thread ranks: wall time, CPU time of the process and peak resident memory.\n"
-    "thread_scale options:\n"
-    "  --ranks a,b,...   rank counts, each in a child process (default 64,256,1024)\n"
-    "  --messages K      values each rank sends per messaging epoch (default 4)\n"
-    "  --reps R          repetitions of barrier and the epochs (default 1)\n"
-    "  --ops a,b,...     barrier, epoch_empty, types, epoch_routed, epoch_direct\n"
-    "                    (startup always)";
+constexpr const char* about = R"(Start-up, barrier, an empty epoch and one routed and one direct
+messaging epoch on
+many thread ranks: wall time, CPU time of the process and peak resident memory.
+thread_scale options:
+  --ranks a,b,...   rank counts, each in a child process (default 64,256,1024)
+  --messages K      values each rank sends per messaging epoch (default 4)
+  --reps R          repetitions of barrier and the epochs (default 1)
+  --ops a,b,...     barrier, epoch_empty, types, epoch_routed, epoch_direct
+                    (startup always))";
 using clock_type = std::chrono::steady_clock;
 
 double cpu_seconds() {

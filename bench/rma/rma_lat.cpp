@@ -46,10 +46,10 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "rma_lat";
-constexpr const char* about =
-    "Latency of one completed put / get (Split-C global memory), 8 B - 4 MiB, on the "
-    "direct and the active-message path, and the MPI_Put/MPI_Get + MPI_Win_flush baseline.\n"
-    "ops (--ops): get, put, put_flag, get_blocking, put_blocking (default all).";
+constexpr const char* about = R"(Latency of one completed put / get (Split-C global memory), 8 B -
+4 MiB, on the direct and the
+active-message path, and the MPI_Put/MPI_Get + MPI_Win_flush baseline.
+ops (--ops): get, put, put_flag, get_blocking, put_blocking (default all).)";
 
 /// The MPI op each am op is compared with.
 constexpr std::pair<const char*, const char*> mpi_op_of[] = {{"get", "get_flush"},

@@ -41,12 +41,12 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "epoch_overhead";
-constexpr const char* about =
-    "Cost of an empty am::epoch (general and depth-0 detectors, end(value)) and of\n"
-    "ctx.barrier(), against MPI_Barrier and MPI_Allreduce at the same rank count.\n"
-    "--iters K: operations per repetition (default: calibrated); --ops: epoch_general,\n"
-    "epoch_depth0, epoch_end_value, am_barrier, mpi_barrier, mpi_allreduce; --transport:\n"
-    "only this am transport (default: shm, then threads).";
+constexpr const char* about = R"(Cost of an empty am::epoch (general and depth-0 detectors,
+end(value)) and of
+ctx.barrier(), against MPI_Barrier and MPI_Allreduce at the same rank count.
+--iters K: operations per repetition (default: calibrated); --ops: epoch_general,
+epoch_depth0, epoch_end_value, am_barrier, mpi_barrier, mpi_allreduce; --transport:
+only this am transport (default: shm, then threads).)";
 constexpr const char* am_ops[] = {"epoch_general", "epoch_depth0", "epoch_end_value", "am_barrier"};
 
 struct plan {

@@ -219,9 +219,9 @@ void barrier_points(const job& j, double target) {
     }
 }
 
-constexpr const char* about =
-    "MPI baseline of typed_rate (mode alltoallv: --messages N per rank) and epoch_overhead "
-    "(mode barrier: --iters K or --min-ms T). Any number of ranks.";
+constexpr const char* about = R"(MPI baseline of typed_rate (mode alltoallv: --messages N per
+rank) and epoch_overhead (mode
+barrier: --iters K or --min-ms T). Any number of ranks.)";
 
 int run(const options& o, const typed::extra_options& x, int rank, int size) {
     reporter rep(o.json ? output::json_only : output::table);
