@@ -73,40 +73,38 @@ const char* const usage_text =
 
 // The options, bound to `o`.
 std::vector<am::bench::option_spec> option_table(options& o, bool& quick) {
-    using am::bench::to_count;
-    auto positive = [](int& field, const char* flag) {
-        return [&field, flag](const std::string& v) {
-            field = static_cast<int>(to_count(flag, v, 1));
-        };
-    };
-    auto text = [](std::string& field) { return [&field](const std::string& v) { field = v; }; };
     return {
-        {"--scale", "S", "2^S vertices (default 18)", positive(o.scale, "--scale")},
+        {"--scale", "S", "2^S vertices (default 18)", am::bench::store_int(o.scale, "--scale", 1)},
         {"--edgefactor", "E", "edges per vertex (default 16)",
-         positive(o.edgefactor, "--edgefactor")},
+         am::bench::store_int(o.edgefactor, "--edgefactor", 1)},
         {"--roots", "R", "timed roots per kernel and run (default 64)",
-         positive(o.roots, "--roots")},
+         am::bench::store_int(o.roots, "--roots", 1)},
         {"--rounds", "K", "(am run, PBGL run) pairs per kernel (default 3)",
-         positive(o.rounds, "--rounds")},
+         am::bench::store_int(o.rounds, "--rounds", 1)},
         {"--kernel", "K[,K]", "bfs, sssp, cc, pagerank (default bfs,sssp)",
          [&o](const std::string& v) {
              o.kernels = am::bench::to_choices("--kernel", v, {"bfs", "sssp", "cc", "pagerank"});
          }},
-        {"--delta", "D", "SSSP delta-stepping bucket width (default 0.1)", text(o.delta)},
-        {"--damping", "D", "PageRank damping factor (default 0.85)", text(o.damping)},
+        {"--delta", "D", "SSSP delta-stepping bucket width (default 0.1)",
+         am::bench::store_text(o.delta)},
+        {"--damping", "D", "PageRank damping factor (default 0.85)",
+         am::bench::store_text(o.damping)},
         {"--tolerance", "T", "am's PageRank stopping rule: L1 change below T (default 1e-6)",
-         text(o.tolerance)},
-        {"--graph", "G", "kronecker (default) or er", text(o.graph)},
-        {"--seed", "X", "generator seed (default that of graph_spec)", text(o.seed)},
+         am::bench::store_text(o.tolerance)},
+        {"--graph", "G", "kronecker (default) or er", am::bench::store_text(o.graph)},
+        {"--seed", "X", "generator seed (default that of graph_spec)",
+         am::bench::store_text(o.seed)},
         {"--top-down", nullptr, "am's BFS top-down only (--no-direction-opt), as PBGL's BFS is",
-         [&o](const std::string&) { o.top_down = true; }},
+         am::bench::store_flag(o.top_down)},
         {"--quick", nullptr, "smoke run: scale 10, 4 roots, 1 round (unless given)",
          [&quick](const std::string&) { quick = true; }},
         {"--json", nullptr, "accepted for uniformity: the output is always JSON lines",
          [](const std::string&) {}},
-        {"--am", "PATH", "am-graph500 (default: where the build puts it)", text(o.am)},
-        {"--pbgl", "PATH", "pbgl_baseline (default: where the build puts it)", text(o.pbgl)},
-        {"--mpirun", "PATH", "MPI launcher of the PBGL baseline", text(o.mpirun)},
+        {"--am", "PATH", "am-graph500 (default: where the build puts it)",
+         am::bench::store_text(o.am)},
+        {"--pbgl", "PATH", "pbgl_baseline (default: where the build puts it)",
+         am::bench::store_text(o.pbgl)},
+        {"--mpirun", "PATH", "MPI launcher of the PBGL baseline", am::bench::store_text(o.mpirun)},
     };
 }
 

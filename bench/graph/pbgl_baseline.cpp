@@ -141,7 +141,6 @@ double real_of(const char* flag, const std::string& text) {
 
 // The options, bound to `o`.
 std::vector<am::bench::option_spec> option_table(options& o) {
-    auto flag = [](bool& field) { return [&field](const std::string&) { field = true; }; };
     return {
         {"--scale", "S", "2^S vertices (default 18)",
          [&o](const std::string& v) { o.spec.scale = static_cast<int>(number_of("--scale", v)); }},
@@ -193,13 +192,13 @@ std::vector<am::bench::option_spec> option_table(options& o) {
          [&o](const std::string& v) {
              o.spec.seed = static_cast<std::uint64_t>(number_of("--seed", v));
          }},
-        {"--json", nullptr, "JSON lines on stdout (rank 0)", flag(o.json)},
+        {"--json", nullptr, "JSON lines on stdout (rank 0)", am::bench::store_flag(o.json)},
         {"--check", nullptr,
          "also compare with a sequential reference on rank 0 (small scales):\n"
          "BFS, Dijkstra, union-find, power iteration",
-         flag(o.check)},
+         am::bench::store_flag(o.check)},
         {"--verbose", nullptr, "one line per root on stderr: seconds, traversed edges",
-         flag(o.verbose)},
+         am::bench::store_flag(o.verbose)},
     };
 }
 

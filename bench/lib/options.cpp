@@ -60,21 +60,21 @@ const option_spec* find(std::span<const option_spec> table, std::string_view nam
 std::vector<option_spec> shared_table(options& o) {
     return {
         {"--json", nullptr, "JSON lines on stdout (one object per result); table on stderr",
-         [&o](const std::string&) { o.json = true; }},
+         store_flag(o.json)},
         {"--reps", "N", "timed repetitions per point; median/min/max over them (default 7)",
-         [&o](const std::string& v) { o.reps = to_int("--reps", v, 1); }},
+         store_int(o.reps, "--reps", 1)},
         {"--iters", "N", "iterations per repetition for small messages; fewer for large ones",
-         [&o](const std::string& v) { o.iters = to_count("--iters", v, 1); }},
+         store_count(o.iters, "--iters", 1)},
         {"--warmup", "N", "untimed iterations before the repetitions (default iters/10)",
-         [&o](const std::string& v) { o.warmup = to_count("--warmup", v); }},
+         store_count(o.warmup, "--warmup")},
         {"--sizes", "a,b,...", "message sizes in bytes (suffixes K, M: 64K, 1M)",
          [&o](const std::string& v) { o.sizes = to_sizes("--sizes", v); }},
         {"--bw-sizes", "a,b,...", "bandwidth sizes (MPI baseline)",
          [&o](const std::string& v) { o.bw_sizes = to_sizes("--bw-sizes", v); }},
         {"--min-bytes", "N", "smallest size of the default power-of-two sweep",
-         [&o](const std::string& v) { o.min_bytes = to_count("--min-bytes", v); }},
+         store_count(o.min_bytes, "--min-bytes")},
         {"--max-bytes", "N", "largest size of the default power-of-two sweep",
-         [&o](const std::string& v) { o.max_bytes = to_count("--max-bytes", v); }},
+         store_count(o.max_bytes, "--max-bytes")},
         {"--ops", "a,b,...", "only these operations (short, medium, long: long brings memcpy)",
          [&o](const std::string& v) { o.ops = split(v); }},
         {"--transport", "T",
@@ -88,12 +88,12 @@ std::vector<option_spec> shared_table(options& o) {
         {"--ranks", "N",
          "am ranks (default 2; the benchmark runs between ranks 0 and 1);\n"
          "mpi: the processes mpirun starts (ignored under the user's mpirun)",
-         [&o](const std::string& v) { o.ranks = to_int("--ranks", v, 1); }},
+         store_int(o.ranks, "--ranks", 1)},
         {"--node-size", "N",
          "mpi: ranks per node (AM_NODE_SIZE): 1 (default) sends everything through MPI, 0\n"
          "lets ranks on one host share memory, N > 1 groups ranks 0..N-1, N..2N-1, ... into\n"
          "nodes (\"mixed\": shared memory within a node, MPI between nodes)",
-         [&o](const std::string& v) { o.node_size = to_int("--node-size", v, 0); }},
+         store_int(o.node_size, "--node-size", 0)},
         {"--peers", "a,b,...",
          "am_pingpong, am_flood: ranks that rank 0 measures against, in turn\n"
          "(default 1; mixed mpi: 1 and the first rank of the next node)",
@@ -105,22 +105,22 @@ std::vector<option_spec> shared_table(options& o) {
          [&o](const std::string&) { o.pin = 1; }},
         {"--no-pin", nullptr, "do not pin the ranks", [&o](const std::string&) { o.pin = 0; }},
         {"--no-baseline", nullptr, "do not run the MPI baseline (nor the UCX one)",
-         [&o](const std::string&) { o.baseline = false; }},
+         store_flag(o.baseline, false)},
         {"--no-ucx", nullptr, "am_pingpong, am_flood: do not run the UCX baseline",
-         [&o](const std::string&) { o.ucx = false; }},
+         store_flag(o.ucx, false)},
         {"--ucx-perftest", "PATH",
          "am_pingpong, am_flood: UCX's ucx_perftest for the UCX baseline\n"
          "(default: ucx_perftest on PATH; skipped with a note when absent)",
-         [&o](const std::string& v) { o.ucx_perftest = v; }},
+         store_text(o.ucx_perftest)},
         {"--rounds", "N",
          "repeat (am run, MPI run) N times, alternating, and pool them: median of the\n"
          "per-round medians, min of minima, max of maxima; ratios are taken within each\n"
          "round (default 1; 5 with --demo)",
-         [&o](const std::string& v) { o.rounds = to_int("--rounds", v, 1); }},
+         store_int(o.rounds, "--rounds", 1)},
         {"--window", "N",
          "MPI_Isend window of the MPI flood and bandwidth runs (default 64);\n"
          "outstanding operations per window in rma_bw and sendrecv_pingpong",
-         [&o](const std::string& v) { o.window = to_int("--window", v, 1); }},
+         store_int(o.window, "--window", 1)},
         {"--rma", "P",
          "rma_lat, rma_bw: put/get path to measure: auto (direct copies where the segment\n"
          "is mapped), am (active messages only) or both (default)",
@@ -128,19 +128,18 @@ std::vector<option_spec> shared_table(options& o) {
              o.rma = to_choice("--rma", v, {"auto", "am", "both"});
          }},
         {"--mpirun", "PATH", "launcher of the MPI baseline (default: the one found at build time)",
-         [&o](const std::string& v) { o.mpirun = v; }},
-        {"--bench", "NAME", "value of the \"bench\" key (MPI baselines)",
-         [&o](const std::string& v) { o.bench = v; }},
+         store_text(o.mpirun)},
+        {"--bench", "NAME", "value of the \"bench\" key (MPI baselines)", store_text(o.bench)},
         {"--touch", nullptr,
          "am_flood: medium handlers read every payload byte (as a consumer would;\n"
          "MPI_Recv copies it in any case); default: the payload is not read",
-         [&o](const std::string&) { o.touch = true; }},
+         store_flag(o.touch)},
         {"--demo", nullptr, "am_pingpong: short am-vs-MPI latency comparison for the README",
-         [&o](const std::string&) { o.demo = true; }},
+         store_flag(o.demo)},
         {"--mpi-child", nullptr,
          "internal: marks the am ranks an am benchmark started under mpirun",
-         [&o](const std::string&) { o.mpi_child = true; }},
-        {"", "MODE", "MPI baselines: what to measure", [&o](const std::string& v) { o.mode = v; }},
+         store_flag(o.mpi_child)},
+        {"", "MODE", "MPI baselines: what to measure", store_text(o.mode)},
     };
 }
 
@@ -242,6 +241,24 @@ std::vector<std::string> to_choices(std::string_view flag, std::string_view text
     std::vector<std::string> v;
     for (const std::string& item : split(text)) v.push_back(to_choice(flag, item, choices));
     return v;
+}
+
+option_setter store_flag(bool& v, bool value) {
+    return [&v, value](const std::string&) { v = value; };
+}
+
+option_setter store_text(std::string& v) {
+    return [&v](const std::string& x) { v = x; };
+}
+
+option_setter store_count(std::uint64_t& v, std::string_view flag, std::uint64_t lo) {
+    return [&v, flag, lo](const std::string& x) { v = to_count(flag, x, lo); };
+}
+
+option_setter store_int(int& v, std::string_view flag, int lo) {
+    return [&v, flag, lo](const std::string& x) {
+        v = to_int(flag, x, static_cast<std::uint64_t>(lo));
+    };
 }
 
 bool given(const options& o, std::string_view flag) {

@@ -107,6 +107,14 @@ std::string to_choice(std::string_view flag, std::string_view text,
 std::vector<std::string> to_choices(std::string_view flag, std::string_view text,
                                     std::initializer_list<std::string_view> choices);
 
+/// `option_spec::set` functions that store the value into `v` (a flag: `value`; a count or an
+/// int: at least `lo`, read as `to_count` reads it, naming `flag` when it is bad).
+using option_setter = std::function<void(const std::string& value)>;
+option_setter store_flag(bool& v, bool value = true);
+option_setter store_text(std::string& v);
+option_setter store_count(std::uint64_t& v, std::string_view flag, std::uint64_t lo = 0);
+option_setter store_int(int& v, std::string_view flag, int lo = 0);
+
 /// Whether `flag` is among the arguments the program was started with.
 [[nodiscard]] bool given(const options& o, std::string_view flag);
 

@@ -597,9 +597,6 @@ const char* const usage =
     "(am_handcoded), TRPC (trpc) and plain handlers (plain_handler). JSON lines on stdout.";
 // The options, bound to `p`.
 std::vector<option_spec> option_table(plan& p) {
-    auto count = [](uint64_t& v, const char* flag) {
-        return [&v, flag](const std::string& x) { v = to_count(flag, x, 1); };
-    };
     auto ranks = [](std::vector<uint64_t>& v, const char* flag) {
         return [&v, flag](const std::string& x) { v = to_counts(flag, x, 1, 256); };
     };
@@ -611,7 +608,7 @@ std::vector<option_spec> option_table(plan& p) {
                                  "promotion", "dht", "uts"});
          }},
         {"--quick", nullptr, "every op once, small (a smoke run; under a minute)",
-         [&p](const std::string&) { p.quick = true; }},
+         store_flag(p.quick)},
         {"--json", nullptr, "accepted for symmetry (the output is always JSON lines)",
          [](const std::string&) {}},
         {"--transport", "T", "threads (default, or AM_TRANSPORT) or shm",
@@ -621,9 +618,9 @@ std::vector<option_spec> option_table(plan& p) {
         {"--reps", "N", "repetitions per point (default 5; --quick 2)",
          [&p](const std::string& v) { p.reps = static_cast<int>(to_count("--reps", v, 1)); }},
         {"--iters", "N", "round trips per repetition (default 20000; TRPC a quarter)",
-         count(p.iters, "--iters")},
+         store_count(p.iters, "--iters", 1)},
         {"--calls", "N", "async_rate: calls per repetition (default 200000; TRPC a quarter)",
-         count(p.calls, "--calls")},
+         store_count(p.calls, "--calls", 1)},
         {"--batch", "N", "flood: messages per batch (default 1000, at most 4000)",
          [&p](const std::string& v) {
              p.batch = to_count("--batch", v, 1);
@@ -633,15 +630,15 @@ std::vector<option_spec> option_table(plan& p) {
                      "must fit the ring unpolled)");
          }},
         {"--batches", "N", "flood: batches per repetition and handler kind (default 20)",
-         count(p.batches, "--batches")},
+         store_count(p.batches, "--batches", 1)},
         {"--dht-keys", "N", "dht: keys inserted, all ranks together (default 131072)",
-         count(p.dht_keys, "--dht-keys")},
+         store_count(p.dht_keys, "--dht-keys", 1)},
         {"--dht-ranks", "a,b,..", "dht: rank counts (default 2,4,8,16,32,64)",
          ranks(p.dht_ranks, "--dht-ranks")},
         {"--uts-depth", "N", "uts: depth of the tree (default 9)",
-         count(p.tree.max_depth, "--uts-depth")},
+         store_count(p.tree.max_depth, "--uts-depth", 1)},
         {"--uts-local", "N", "uts: levels a spawned task searches below itself (default 3)",
-         count(p.tree.local_levels, "--uts-local")},
+         store_count(p.tree.local_levels, "--uts-local", 1)},
         {"--uts-ranks", "a,b,..", "uts: rank counts (default 2,4)",
          ranks(p.uts_ranks, "--uts-ranks")},
         {"--pool", "N", "TRPC: kernel threads per rank (default 2)",
@@ -649,7 +646,7 @@ std::vector<option_spec> option_table(plan& p) {
         {"--count-loop", "N",
          "only the callgrind loops (1 rank): N null RPCs, N AM round trips,\n"
          "N messages to a plain and N to an optimistic handler",
-         count(p.count_loop, "--count-loop")},
+         store_count(p.count_loop, "--count-loop", 1)},
     };
 }
 

@@ -267,7 +267,6 @@ std::vector<option_spec> option_table(plan& p) {
             p.programs = {&tam_apps::find(v)};
         };
     };
-    auto text = [](std::string& field) { return [&field](const std::string& v) { field = v; }; };
     return {
         {"--programs", "a,b,...", "mmt,qs,dtw,paraffins,wavefront,ss (default all)",
          [&p](const std::string& v) {
@@ -280,17 +279,17 @@ std::vector<option_spec> option_table(plan& p) {
              if (v != "paper" && v != "large") (void)positive("--arg", v);
              p.arg = v;
          }},
-        {"--out", "FILE", "the JSON lines also into FILE", text(p.out)},
-        {"--valgrind", "PATH", "the valgrind to use (default: valgrind on PATH)", text(p.valgrind)},
+        {"--out", "FILE", "the JSON lines also into FILE", store_text(p.out)},
+        {"--valgrind", "PATH", "the valgrind to use (default: valgrind on PATH)",
+         store_text(p.valgrind)},
         {"--reps", "N",
          "callgrind runs of each measurement (default 4), each with the code\n"
          "(tam_table_layout1..3) and the stack placed elsewhere: the misses depend on it;\n"
          "median, min and max over the runs",
          [&p](const std::string& v) { p.reps = positive("--reps", v); }},
         {"--keep", "DIR", "keep the callgrind outputs and logs in DIR (default: removed)",
-         text(p.keep)},
-        {"--verbose", nullptr, "print each valgrind command",
-         [&p](const std::string&) { p.verbose = true; }},
+         store_text(p.keep)},
+        {"--verbose", nullptr, "print each valgrind command", store_flag(p.verbose)},
         {"--check", nullptr,
          "no valgrind: run every program under both policies, compare with the\n"
          "sequential reference; exit 1 on a wrong result",
@@ -298,7 +297,7 @@ std::vector<option_spec> option_table(plan& p) {
         {"--enabled", nullptr,
          "--check: the layer's enabled variant (options::enabled: local messages\n"
          "served inside the quantum); systems md_enabled, am_enabled",
-         [&p](const std::string&) { p.enabled = true; }},
+         store_flag(p.enabled)},
         {"--ranks", "N", "--check: ranks (default 1)",
          [&p](const std::string& v) { p.ranks = positive("--ranks", v); }},
         {"--transport", "T", "--check: threads (default), shm or mpi",
@@ -318,7 +317,7 @@ std::vector<option_spec> option_table(plan& p) {
              }
          }},
         {"--stats-out", "FILE", "internal: where --worker and --reference write",
-         text(p.stats_out)},
+         store_text(p.stats_out)},
     };
 }
 

@@ -77,19 +77,19 @@ inline std::vector<option_spec> extra_table(extra_options& x, bool ranks_list) {
         {"--messages", "N",
          "typed_rate: records per rank per repetition, coalesced and MPI (default 8M;\n"
          "--quick 16K)",
-         [&x](const std::string& v) { x.messages = to_count("--messages", v); }},
+         store_count(x.messages, "--messages")},
         {"--uncoalesced-messages", "N", "typed_rate: the same for op uncoalesced (messages/16)",
-         [&x](const std::string& v) { x.uncoalesced = to_count("--uncoalesced-messages", v); }},
+         store_count(x.uncoalesced, "--uncoalesced-messages")},
         {"--coalesce-bytes", "B", "typed_rate: per-destination buffer (default 16K)",
-         [&x](const std::string& v) { x.coalesce_bytes = to_count("--coalesce-bytes", v); }},
+         store_count(x.coalesce_bytes, "--coalesce-bytes")},
         {"--min-ms", "T", "epoch_overhead: a repetition lasts >= T ms (default 20)",
          [&x](const std::string& v) {
              x.min_seconds = static_cast<double>(to_count("--min-ms", v)) / 1e3;
          }},
         {"--quick", nullptr, "smoke run: few messages (typed_rate), 2 ranks, 3 repetitions",
-         [&x](const std::string&) { x.quick = true; }},
+         store_flag(x.quick)},
         {"--full", nullptr, "epoch_overhead: every rank count up to 64 (oversubscribes)",
-         [&x](const std::string&) { x.full = true; }},
+         store_flag(x.full)},
     };
     if (ranks_list) {
         t.push_back({"--ranks", "a,b,...", "rank counts (default 2,4,8; --full 2,4,8,16,32,64)",
