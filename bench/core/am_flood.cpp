@@ -29,9 +29,6 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "am_flood";
-constexpr const char* about = R"(One-way message rate of short and medium active messages (8 B -
-64 KiB), and the MPI windowed-
-Isend baseline.)";
 constexpr std::size_t default_max_bytes = 64 << 10;
 
 /// Rank-local state and the handlers of one rank.
@@ -147,16 +144,17 @@ bool compare_with_mpi(const options& o, reporter& rep) {
 /// installed but failed.
 bool compare_with_ucx(const options& o, ucx_baseline& ucx, reporter& rep) {
     std::vector<ucx_point> points;
-    for (std::size_t s : am_sizes(rep, "rate_Mmsgps")) {
-        const std::uint64_t n = iters_for(o, flood_plan, s);
-        points.push_back({ucx_test::am_bw, s, n, warmup_for(o, n), "rate_Mmsgps"});
-    }
+    add_ucx_points(points, o, ucx_test::am_bw, am_sizes(rep, "rate_Mmsgps"), flood_plan,
+                   "rate_Mmsgps");
     if (!ucx.run(points, rep)) return false;
     for (const char* op : {"short", "medium", "medium_read"}) {
         rep.add_ratios("am", op, "ucx", "ucp_am_bw", "rate_Mmsgps", "rate_ratio");
     }
     return true;
 }
+
+constexpr const char* about = R"(One-way message rate of short and medium active messages (8 B -
+64 KiB), and the MPI windowed-Isend baseline.)";
 
 }  // namespace
 }  // namespace am::bench

@@ -42,9 +42,6 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "am_pingpong";
-constexpr const char* about = R"(One-way latency of short/medium/long active messages, long-
-message bandwidth vs memcpy, and the
-MPI baseline in the same run.)";
 constexpr std::size_t default_max_long = std::size_t{4} << 20;
 
 /// Most bytes of the receiver's segment the long stream spreads its slots over (the slots of
@@ -301,14 +298,10 @@ bool compare_with_mpi(const options& o, reporter& rep) {
 /// installed but failed.
 bool compare_with_ucx(const options& o, ucx_baseline& ucx, reporter& rep) {
     std::vector<ucx_point> points;
-    for (std::size_t s : am_sizes(rep, "latency_us")) {
-        const std::uint64_t n = iters_for(o, latency_plan, s);
-        points.push_back({ucx_test::am_lat, s, n, warmup_for(o, n), "latency_us"});
-    }
-    for (std::size_t s : am_sizes(rep, "bandwidth_GBps")) {
-        const std::uint64_t n = iters_for(o, bandwidth_plan, s);
-        points.push_back({ucx_test::am_bw, s, n, warmup_for(o, n), "bandwidth_GBps"});
-    }
+    add_ucx_points(points, o, ucx_test::am_lat, am_sizes(rep, "latency_us"), latency_plan,
+                   "latency_us");
+    add_ucx_points(points, o, ucx_test::am_bw, am_sizes(rep, "bandwidth_GBps"), bandwidth_plan,
+                   "bandwidth_GBps");
     if (!ucx.run(points, rep)) return false;
     for (const char* op : {"short", "medium", "long"}) {
         rep.add_ratios("am", op, "ucx", "ucp_am_lat", "latency_us", "latency_ratio");
@@ -411,6 +404,9 @@ void print_demo(const std::vector<std::vector<result>>& rounds) {
     print_median("am/MPI", vs_mpi, "<= 0.5");
     print_median("am/UCX", vs_ucx, "<= 0.7");
 }
+
+constexpr const char* about = R"(One-way latency of short/medium/long active messages, long-
+message bandwidth vs memcpy, and the MPI baseline in the same run.)";
 
 }  // namespace
 }  // namespace am::bench

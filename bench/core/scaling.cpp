@@ -54,15 +54,6 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "scaling";
-constexpr const char* about = R"(Scaling of the typed layer with the rank count: time of an empty
-epoch (general and
-depth-0 detectors) and of ctx.barrier(), core messages and bytes per rank per epoch,
-an all-to-all epoch through one coalescing layer, and memory per rank.
-scaling: --ranks a,b,... (default 64,128,256,512,1024; --quick 4,8); --iters K per
-repetition (default: calibrated to --min-ms, default 200); --coalesce-bytes B of the
-all-to-all (default: the library's); --quick: ranks 4,8, K = 20, 3 repetitions;
---ops: alltoall_routed, alltoall, epoch_general, epoch_depth0, am_barrier;
---transport: threads (default), shm or mpi (mpirun --oversubscribe).)";
 
 struct plan {
     std::uint64_t iters = 0;   // 0: calibrated
@@ -262,6 +253,15 @@ void rank_main(am::context& ctx, rank_env& env, const plan& p) {
         });
     }
 }
+
+constexpr const char* about = R"(Scaling of the typed layer with the rank count: time of an empty
+epoch (general and depth-0 detectors) and of ctx.barrier(), core messages and bytes per rank per
+epoch, an all-to-all epoch through one coalescing layer, and memory per rank.
+scaling: --ranks a,b,... (default 64,128,256,512,1024; --quick 4,8);
+--iters K per repetition (default: calibrated to --min-ms, default 200); --coalesce-bytes B of the
+all-to-all (default: the library's); --quick: ranks 4,8, K = 20, 3 repetitions; --ops:
+alltoall_routed, alltoall, epoch_general, epoch_depth0, am_barrier; --transport: threads
+(default), shm or mpi (mpirun --oversubscribe).)";
 
 }  // namespace
 }  // namespace am::bench

@@ -50,15 +50,6 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "thread_scale";
-constexpr const char* about = R"(Start-up, barrier, an empty epoch and one routed and one direct
-messaging epoch on
-many thread ranks: wall time, CPU time of the process and peak resident memory.
-thread_scale options:
-  --ranks a,b,...   rank counts, each in a child process (default 64,256,1024)
-  --messages K      values each rank sends per messaging epoch (default 4)
-  --reps R          repetitions of barrier and the epochs (default 1)
-  --ops a,b,...     barrier, epoch_empty, types, epoch_routed, epoch_direct
-                    (startup always))";
 using clock_type = std::chrono::steady_clock;
 
 double cpu_seconds() {
@@ -224,6 +215,13 @@ int run_one(const plan& p, int ranks) {
     std::fflush(stdout);
     return 0;
 }
+
+constexpr const char* about = R"(Start-up, barrier, an empty epoch and one routed and one direct
+messaging epoch on many thread ranks: wall time, CPU time of the process and peak resident memory.
+thread_scale options: --ranks a,b,... rank counts, each in a child process (default 64,256,1024)
+--messages K values each rank sends per messaging epoch (default 4) --reps R repetitions of
+barrier and the epochs (default 1) --ops a,b,... barrier, epoch_empty, types, epoch_routed,
+epoch_direct (startup always))";
 
 }  // namespace
 }  // namespace am::bench

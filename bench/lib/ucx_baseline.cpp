@@ -308,6 +308,15 @@ result point_result(const std::string& bench, const ucx_point& p, const point_va
 
 }  // namespace
 
+void add_ucx_points(std::vector<ucx_point>& points, const options& o, ucx_test test,
+                    const std::vector<std::size_t>& sizes, const work_plan& plan,
+                    const std::string& metric) {
+    for (std::size_t s : sizes) {
+        const std::uint64_t n = iters_for(o, plan, s);
+        points.push_back({test, s, n, warmup_for(o, n), metric});
+    }
+}
+
 const char* ucx_op(ucx_test t) {
     return t == ucx_test::am_lat ? "ucp_am_lat" : "ucp_am_bw";
 }

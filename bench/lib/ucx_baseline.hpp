@@ -33,6 +33,12 @@ struct ucx_point {
     std::string metric;
 };
 
+/// The points of `test` at `sizes` with the iterations and warm-up of `plan` (as the am run
+/// measured them), appended to `points`.
+void add_ucx_points(std::vector<ucx_point>& points, const options& o, ucx_test test,
+                    const std::vector<std::size_t>& sizes, const work_plan& plan,
+                    const std::string& metric);
+
 /// The op name of a test in the results: "ucp_am_lat" or "ucp_am_bw".
 const char* ucx_op(ucx_test t);
 

@@ -39,10 +39,6 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "sendrecv_pingpong";
-constexpr const char* about = R"(Two-sided messages on active messages: ctx.send/ctx.recv ping-
-pong latency (8 B - 4 MiB) and
-windowed isend/irecv bandwidth, and the MPI_Send/MPI_Recv baseline in the same run.
-ops (--ops): send_recv, isend_window (default both).)";
 constexpr std::size_t default_max_bytes = std::size_t{4} << 20;
 constexpr int tag_data = 1, tag_ack = 2;
 
@@ -224,6 +220,11 @@ bool compare_with_mpi(const options& o, reporter& rep) {
 int run_round(const options& o, reporter& rep, bool& reporting) {
     return run_am_job(o, {}, rank_main, rep, reporting);
 }
+
+constexpr const char* about = R"(Two-sided messages on active messages: ctx.send/ctx.recv ping-
+pong latency (8 B - 4 MiB) and windowed isend/irecv bandwidth, and the MPI_Send/MPI_Recv baseline
+in the same run.
+ops (--ops): send_recv, isend_window (default both).)";
 
 }  // namespace
 }  // namespace am::bench

@@ -39,11 +39,6 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "rma_bw";
-constexpr const char* about = R"(Bandwidth of windowed puts / gets (Split-C global memory), 8 B -
-4 MiB, on the direct and the
-active-message path, beside memcpy, and the MPI_Put/MPI_Get + MPI_Win_flush baseline with the
-same window.
-ops (--ops): put, get (default both).)";
 
 /// One window of puts or gets, complete when it returns.
 void window(rma_ranks& r, const rank_env& env, bool put, std::size_t bytes, std::uint64_t w) {
@@ -132,6 +127,11 @@ bool compare_with_mpi(const options& o, reporter& rep) {
 int run_round(const options& o, reporter& rep, bool& reporting) {
     return run_rma_jobs(o, rank_main, rep, reporting);
 }
+
+constexpr const char* about = R"(Bandwidth of windowed puts / gets (Split-C global memory), 8 B -
+4 MiB, on the direct and the active-message path, beside memcpy, and the MPI_Put/MPI_Get +
+MPI_Win_flush baseline with the same window.
+ops (--ops): put, get (default both).)";
 
 }  // namespace
 }  // namespace am::bench

@@ -46,10 +46,6 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "rma_lat";
-constexpr const char* about = R"(Latency of one completed put / get (Split-C global memory), 8 B -
-4 MiB, on the direct and the
-active-message path, and the MPI_Put/MPI_Get + MPI_Win_flush baseline.
-ops (--ops): get, put, put_flag, get_blocking, put_blocking (default all).)";
 
 /// The MPI op each am op is compared with.
 constexpr std::pair<const char*, const char*> mpi_op_of[] = {{"get", "get_flush"},
@@ -195,6 +191,11 @@ bool compare_with_mpi(const options& o, reporter& rep) {
 int run_round(const options& o, reporter& rep, bool& reporting) {
     return run_rma_jobs(o, rank_main, rep, reporting);
 }
+
+constexpr const char* about = R"(Latency of one completed put / get (Split-C global memory), 8 B -
+4 MiB, on the direct and the active-message path, and the MPI_Put/MPI_Get + MPI_Win_flush
+baseline.
+ops (--ops): get, put, put_flag, get_blocking, put_blocking (default all).)";
 
 }  // namespace
 }  // namespace am::bench

@@ -41,12 +41,6 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "epoch_overhead";
-constexpr const char* about = R"(Cost of an empty am::epoch (general and depth-0 detectors,
-end(value)) and of
-ctx.barrier(), against MPI_Barrier and MPI_Allreduce at the same rank count.
---iters K: operations per repetition (default: calibrated); --ops: epoch_general,
-epoch_depth0, epoch_end_value, am_barrier, mpi_barrier, mpi_allreduce; --transport:
-only this am transport (default: shm, then threads).)";
 constexpr const char* am_ops[] = {"epoch_general", "epoch_depth0", "epoch_end_value", "am_barrier"};
 
 struct plan {
@@ -169,6 +163,12 @@ bool compare_with_mpi(const options& o, const plan& p, int ranks, reporter& part
                     "ratio_vs_allreduce");
     return true;
 }
+
+constexpr const char* about = R"(Cost of an empty am::epoch (general and depth-0 detectors,
+end(value)) and of ctx.barrier(), against MPI_Barrier and MPI_Allreduce at the same rank count.
+--iters K: operations per repetition (default: calibrated); --ops: epoch_general, epoch_depth0,
+epoch_end_value, am_barrier, mpi_barrier, mpi_allreduce; --transport: only this am transport
+(default: shm, then threads).)";
 
 }  // namespace
 }  // namespace am::bench

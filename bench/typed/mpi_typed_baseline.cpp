@@ -219,10 +219,6 @@ void barrier_points(const job& j, double target) {
     }
 }
 
-constexpr const char* about = R"(MPI baseline of typed_rate (mode alltoallv: --messages N per
-rank) and epoch_overhead (mode
-barrier: --iters K or --min-ms T). Any number of ranks.)";
-
 int run(const options& o, const typed::extra_options& x, int rank, int size) {
     reporter rep(o.json ? output::json_only : output::table);
     const job j{o, rank, size, rep, o.bench.empty() ? "mpi_" + o.mode : o.bench};
@@ -238,6 +234,10 @@ int run(const options& o, const typed::extra_options& x, int rank, int size) {
     alltoallv_point(j, m);
     return 0;
 }
+
+constexpr const char* about = R"(MPI baseline of typed_rate (mode alltoallv: --messages N per
+rank) and epoch_overhead (mode barrier:
+--iters K or --min-ms T). Any number of ranks.)";
 
 }  // namespace
 }  // namespace am::bench

@@ -40,10 +40,6 @@ namespace am::bench {
 namespace {
 
 constexpr const char* bench_name = "typed_rate";
-constexpr const char* about = R"(Aggregate rate of 16-byte typed messages to uniformly random
-ranks (self included):
-am::coalesce (op coalesced), message_type::send (op uncoalesced), and the MPI
-baseline: MPI_Alltoall + MPI_Alltoallv of the same records (op alltoallv).)";
 constexpr std::uint64_t warmup_rep = std::uint64_t{1} << 32;  // seed index of the warm-up
 
 using typed::record;
@@ -163,6 +159,10 @@ bool compare_with_mpi(const options& o, const plan& p, reporter& rep) {
     }
     return true;
 }
+
+constexpr const char* about = R"(Aggregate rate of 16-byte typed messages to uniformly random
+ranks (self included): am::coalesce (op coalesced), message_type::send (op uncoalesced), and the
+MPI baseline: MPI_Alltoall + MPI_Alltoallv of the same records (op alltoallv).)";
 
 }  // namespace
 }  // namespace am::bench
