@@ -175,7 +175,7 @@ for ((i = 0; i < ${#steps[@]}; i++)); do
     child=""
     t1=$(now_ms)
     finished_ms=$((finished_ms + t1 - t0))
-    # 3: the am figures are there but the MPI baseline was not built (bench/common/baseline.hpp).
+    # 3: the am figures are there but the MPI baseline was not built (bench/lib/baseline.hpp).
     if [ "$status" != 0 ] && [ "$status" != 3 ]; then
         failed=1
         clear_line

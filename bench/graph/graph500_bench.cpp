@@ -12,9 +12,9 @@
 /// tolerance; PBGL's page_rank takes a count), read from the "levels" of am-graph500's JSON
 /// line; the ratio line then also has "iterations".
 /// Exit status 0, 1 when a run failed or was not validated, 3 when a system is missing.
-#include "common/options.hpp"
-#include "common/sys.hpp"
 #include "graph500_format.hpp"
+#include "lib/options.hpp"
+#include "lib/sys.hpp"
 
 #include <graph/generator.hpp>
 
@@ -65,100 +65,54 @@ struct options {
 };
 
 const char* const usage_text =
-    "usage: graph500_bench [options]\n"
     "Graph500 BFS, SSSP, connected components and PageRank on am (am-graph500, 2 shm\n"
     "ranks) beside the Parallel BGL (mpirun -n 2 pbgl_baseline) on the same graph and\n"
     "roots, alternating runs. Prints every JSON line of both, then per kernel the median\n"
     "harmonic-mean TEPS of each and am/pbgl. cc and pagerank run once per root; PBGL's\n"
-    "PageRank runs as many iterations as am's took in the same round.\n"
-    "  --scale S        2^S vertices (default 18)\n"
-    "  --edgefactor E   edges per vertex (default 16)\n"
-    "  --roots R        timed roots per kernel and run (default 64)\n"
-    "  --rounds K       (am run, PBGL run) pairs per kernel (default 3)\n"
-    "  --kernel K[,K]   bfs, sssp, cc, pagerank (default bfs,sssp)\n"
-    "  --delta D        SSSP delta-stepping bucket width (default 0.1)\n"
-    "  --damping D      PageRank damping factor (default 0.85)\n"
-    "  --tolerance T    am's PageRank stopping rule: L1 change below T (default 1e-6)\n"
-    "  --graph G        kronecker (default) or er\n"
-    "  --seed X         generator seed (default that of graph_spec)\n"
-    "  --top-down       am's BFS top-down only (--no-direction-opt), as PBGL's BFS is\n"
-    "  --quick          smoke run: scale 10, 4 roots, 1 round (unless given)\n"
-    "  --json           accepted for uniformity: the output is always JSON lines\n"
-    "  --am PATH        am-graph500 (default: where the build puts it)\n"
-    "  --pbgl PATH      pbgl_baseline (default: where the build puts it)\n"
-    "  --mpirun PATH    MPI launcher of the PBGL baseline\n";
+    "PageRank runs as many iterations as am's took in the same round.";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-    std::fprintf(stderr, "graph500_bench: %s (try --help)\n", msg.c_str());
-    std::exit(2);
-}
-
-int positive(const std::string& flag, const char* text) {
-    char* end = nullptr;
-    const long v = std::strtol(text, &end, 10);
-    if (end == text || *end != '\0' || v < 1) usage_error(flag + ": bad number '" + text + "'");
-    return static_cast<int>(v);
-}
-
-void set_option(options& o, const std::string& flag, const char* v) {
-    if (flag == "--scale") {
-        o.scale = positive(flag, v);
-    } else if (flag == "--edgefactor") {
-        o.edgefactor = positive(flag, v);
-    } else if (flag == "--roots") {
-        o.roots = positive(flag, v);
-    } else if (flag == "--rounds") {
-        o.rounds = positive(flag, v);
-    } else if (flag == "--kernel") {
-        o.kernels = am::bench::split(v);
-        for (const std::string& k : o.kernels) {
-            if (k != "bfs" && k != "sssp" && k != "cc" && k != "pagerank") {
-                usage_error("--kernel: bfs, sssp, cc or pagerank");
-            }
-        }
-    } else if (flag == "--delta") {
-        o.delta = v;
-    } else if (flag == "--damping") {
-        o.damping = v;
-    } else if (flag == "--tolerance") {
-        o.tolerance = v;
-    } else if (flag == "--graph") {
-        o.graph = v;
-    } else if (flag == "--seed") {
-        o.seed = v;
-    } else if (flag == "--am") {
-        o.am = v;
-    } else if (flag == "--pbgl") {
-        o.pbgl = v;
-    } else if (flag == "--mpirun") {
-        o.mpirun = v;
-    } else {
-        usage_error("unknown option " + flag);
-    }
+// The options, bound to `o`.
+std::vector<am::bench::option_spec> option_table(options& o, bool& quick) {
+    return {
+        {"--scale", "S", "2^S vertices (default 18)", am::bench::store_int(o.scale, "--scale", 1)},
+        {"--edgefactor", "E", "edges per vertex (default 16)",
+         am::bench::store_int(o.edgefactor, "--edgefactor", 1)},
+        {"--roots", "R", "timed roots per kernel and run (default 64)",
+         am::bench::store_int(o.roots, "--roots", 1)},
+        {"--rounds", "K", "(am run, PBGL run) pairs per kernel (default 3)",
+         am::bench::store_int(o.rounds, "--rounds", 1)},
+        {"--kernel", "K[,K]", "bfs, sssp, cc, pagerank (default bfs,sssp)",
+         [&o](const std::string& v) {
+             o.kernels = am::bench::to_choices("--kernel", v, {"bfs", "sssp", "cc", "pagerank"});
+         }},
+        {"--delta", "D", "SSSP delta-stepping bucket width (default 0.1)",
+         am::bench::store_text(o.delta)},
+        {"--damping", "D", "PageRank damping factor (default 0.85)",
+         am::bench::store_text(o.damping)},
+        {"--tolerance", "T", "am's PageRank stopping rule: L1 change below T (default 1e-6)",
+         am::bench::store_text(o.tolerance)},
+        {"--graph", "G", "kronecker (default) or er", am::bench::store_text(o.graph)},
+        {"--seed", "X", "generator seed (default that of graph_spec)",
+         am::bench::store_text(o.seed)},
+        {"--top-down", nullptr, "am's BFS top-down only (--no-direction-opt), as PBGL's BFS is",
+         am::bench::store_flag(o.top_down)},
+        {"--quick", nullptr, "smoke run: scale 10, 4 roots, 1 round (unless given)",
+         [&quick](const std::string&) { quick = true; }},
+        {"--json", nullptr, "accepted for uniformity: the output is always JSON lines",
+         [](const std::string&) {}},
+        {"--am", "PATH", "am-graph500 (default: where the build puts it)",
+         am::bench::store_text(o.am)},
+        {"--pbgl", "PATH", "pbgl_baseline (default: where the build puts it)",
+         am::bench::store_text(o.pbgl)},
+        {"--mpirun", "PATH", "MPI launcher of the PBGL baseline", am::bench::store_text(o.mpirun)},
+    };
 }
 
 options parse(int argc, char** argv) {
     options o;
     bool quick = false;
-    std::vector<std::string> given;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--help") {
-            std::fputs(usage_text, stdout);
-            std::exit(0);
-        } else if (a == "--quick") {
-            quick = true;
-        } else if (a == "--json") {
-            continue;
-        } else if (a == "--top-down") {
-            o.top_down = true;
-        } else if (i + 1 < argc) {
-            set_option(o, a, argv[++i]);
-            given.push_back(a);
-        } else {
-            usage_error(a + " needs a value (or is unknown)");
-        }
-    }
+    const std::vector<std::string> given =
+        am::bench::parse_args(argc, argv, usage_text, option_table(o, quick));
     auto was_given = [&](const char* f) {
         return std::find(given.begin(), given.end(), f) != given.end();
     };

@@ -2,13 +2,13 @@
 /// @file
 /// The Graph500 result line, shared by the PBGL baseline (pbgl_baseline.cpp) and the launcher
 /// (graph500_bench.cpp), and written in the same form by `am-graph500 --json`: the keys of
-/// every benchmark line (bench/common/report.hpp: bench "graph500", metric "teps", op the
+/// every benchmark line (bench/lib/report.hpp: bench "graph500", metric "teps", op the
 /// kernel, bytes 0, median/min/max over the roots, reps the number of roots) followed by
 /// scale, edgefactor, harmonic_mean (Graph500's TEPS figure) and validated.
 /// Header-only; needs neither am nor MPI.
 #pragma once
 
-#include "common/report.hpp"
+#include "lib/report.hpp"
 
 #include <cstdint>
 #include <cstdlib>

@@ -42,8 +42,8 @@
 ///    at most d^N times the first step's change (the map is a d-contraction in L1); --check:
 ///    equal within 1e-9 to a sequential power iteration of the same map and count on rank 0,
 ///    and the distance of the normalised scores to am's definition printed.
-#include "common/options.hpp"
 #include "graph500_format.hpp"
+#include "lib/options.hpp"
 
 #include <graph/generator.hpp>
 
@@ -116,103 +116,101 @@ struct options {
 };
 
 const char* const usage_text =
-    "usage: mpirun -n P pbgl_baseline [options]\n"
+    "Run as mpirun -n P pbgl_baseline [options].\n"
     "Graph500 BFS, SSSP (delta-stepping), connected components and PageRank with the\n"
     "Parallel BGL on the graph of apps/graph/include/graph/generator.hpp: the baseline of\n"
-    "am-graph500.\n"
-    "  --scale S            2^S vertices (default 18)\n"
-    "  --edgefactor E       edges per vertex (default 16)\n"
-    "  --kernel K[,K]       bfs, sssp, cc, pagerank (default bfs)\n"
-    "  --roots R            timed roots per kernel (default 64), after one untimed warm-up;\n"
-    "                       cc and pagerank run once per root, ignoring it\n"
-    "  --delta D            delta-stepping bucket width (default 0.1)\n"
-    "  --damping D          PageRank damping factor (default 0.85)\n"
-    "  --iterations N       PageRank: exactly N steps (graph500_bench passes am's count)\n"
-    "  --tolerance T        PageRank without --iterations: stop when a step's L1 change,\n"
-    "                       relative to the total, is below T (default 1e-6; at most 200)\n"
-    "  --graph G            kronecker (default) or er\n"
-    "  --seed X             generator seed (default that of graph_spec)\n"
-    "  --json               JSON lines on stdout (rank 0)\n"
-    "  --check              also compare with a sequential reference on rank 0 (small\n"
-    "                       scales): BFS, Dijkstra, union-find, power iteration\n"
-    "  --verbose            one line per root on stderr: seconds, traversed edges\n";
+    "am-graph500.";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-    std::fprintf(stderr, "pbgl_baseline: %s (try --help)\n", msg.c_str());
-    std::exit(2);
+[[noreturn]] void bad(const std::string& msg) {
+    throw std::invalid_argument(msg);
 }
 
-long long number_of(const std::string& flag, const char* text) {
+long long number_of(const char* flag, const std::string& text) {
     char* end = nullptr;
-    const long long v = std::strtoll(text, &end, 0);
-    if (end == text || *end != '\0') usage_error(flag + ": bad number '" + text + "'");
+    const long long v = std::strtoll(text.c_str(), &end, 0);
+    if (end == text.c_str() || *end != '\0') bad(std::string(flag) + ": bad number '" + text + "'");
     return v;
 }
 
-void set_option(options& o, const std::string& flag, const char* value) {
-    if (flag == "--scale") {
-        o.spec.scale = static_cast<int>(number_of(flag, value));
-    } else if (flag == "--edgefactor") {
-        o.spec.edgefactor = static_cast<int>(number_of(flag, value));
-    } else if (flag == "--roots") {
-        o.roots = static_cast<int>(number_of(flag, value));
-        if (o.roots < 1) usage_error("--roots must be at least 1");
-    } else if (flag == "--seed") {
-        o.spec.seed = static_cast<std::uint64_t>(number_of(flag, value));
-    } else if (flag == "--delta") {
-        o.delta = std::strtof(value, nullptr);
-        if (!(o.delta > 0)) usage_error("--delta must be positive");
-    } else if (flag == "--damping") {
-        o.damping = std::strtod(value, nullptr);
-        if (!(o.damping >= 0 && o.damping < 1)) usage_error("--damping must be in [0, 1)");
-    } else if (flag == "--tolerance") {
-        o.tolerance = std::strtod(value, nullptr);
-        if (!(o.tolerance > 0) || !std::isfinite(o.tolerance)) {
-            usage_error("--tolerance must be positive and finite");
-        }
-    } else if (flag == "--iterations") {
-        o.iterations = static_cast<int>(number_of(flag, value));
-        if (o.iterations < 1) usage_error("--iterations must be at least 1");
-    } else if (flag == "--graph") {
-        const std::string g = value;
-        if (g != "kronecker" && g != "er") usage_error("--graph: kronecker or er");
-        o.spec.kind = g == "er" ? gen::graph_kind::erdos_renyi : gen::graph_kind::kronecker;
-    } else if (flag == "--kernel") {
-        o.kernels = am::bench::split(value);
-        for (const std::string& k : o.kernels) {
-            if (k != "bfs" && k != "sssp" && k != "cc" && k != "pagerank") {
-                usage_error("--kernel: bfs, sssp, cc or pagerank, not '" + k + "'");
-            }
-        }
-    } else {
-        usage_error("unknown option " + flag);
-    }
+double real_of(const char* flag, const std::string& text) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0') bad(std::string(flag) + ": bad number '" + text + "'");
+    return v;
+}
+
+// The options, bound to `o`.
+std::vector<am::bench::option_spec> option_table(options& o) {
+    return {
+        {"--scale", "S", "2^S vertices (default 18)",
+         [&o](const std::string& v) { o.spec.scale = static_cast<int>(number_of("--scale", v)); }},
+        {"--edgefactor", "E", "edges per vertex (default 16)",
+         [&o](const std::string& v) {
+             o.spec.edgefactor = static_cast<int>(number_of("--edgefactor", v));
+         }},
+        {"--kernel", "K[,K]", "bfs, sssp, cc, pagerank (default bfs)",
+         [&o](const std::string& v) {
+             o.kernels = am::bench::to_choices("--kernel", v, {"bfs", "sssp", "cc", "pagerank"});
+         }},
+        {"--roots", "R",
+         "timed roots per kernel (default 64), after one untimed warm-up;\n"
+         "cc and pagerank run once per root, ignoring it",
+         [&o](const std::string& v) {
+             o.roots = static_cast<int>(number_of("--roots", v));
+             if (o.roots < 1) bad("--roots must be at least 1");
+         }},
+        {"--delta", "D", "delta-stepping bucket width (default 0.1)",
+         [&o](const std::string& v) {
+             o.delta = static_cast<float>(real_of("--delta", v));
+             if (!(o.delta > 0)) bad("--delta must be positive");
+         }},
+        {"--damping", "D", "PageRank damping factor (default 0.85)",
+         [&o](const std::string& v) {
+             o.damping = real_of("--damping", v);
+             if (!(o.damping >= 0 && o.damping < 1)) bad("--damping must be in [0, 1)");
+         }},
+        {"--iterations", "N", "PageRank: exactly N steps (graph500_bench passes am's count)",
+         [&o](const std::string& v) {
+             o.iterations = static_cast<int>(number_of("--iterations", v));
+             if (o.iterations < 1) bad("--iterations must be at least 1");
+         }},
+        {"--tolerance", "T",
+         "PageRank without --iterations: stop when a step's L1 change,\n"
+         "relative to the total, is below T (default 1e-6; at most 200)",
+         [&o](const std::string& v) {
+             o.tolerance = real_of("--tolerance", v);
+             if (!(o.tolerance > 0) || !std::isfinite(o.tolerance)) {
+                 bad("--tolerance must be positive and finite");
+             }
+         }},
+        {"--graph", "G", "kronecker (default) or er",
+         [&o](const std::string& v) {
+             const std::string g = am::bench::to_choice("--graph", v, {"kronecker", "er"});
+             o.spec.kind = g == "er" ? gen::graph_kind::erdos_renyi : gen::graph_kind::kronecker;
+         }},
+        {"--seed", "X", "generator seed (default that of graph_spec)",
+         [&o](const std::string& v) {
+             o.spec.seed = static_cast<std::uint64_t>(number_of("--seed", v));
+         }},
+        {"--json", nullptr, "JSON lines on stdout (rank 0)", am::bench::store_flag(o.json)},
+        {"--check", nullptr,
+         "also compare with a sequential reference on rank 0 (small scales):\n"
+         "BFS, Dijkstra, union-find, power iteration",
+         am::bench::store_flag(o.check)},
+        {"--verbose", nullptr, "one line per root on stderr: seconds, traversed edges",
+         am::bench::store_flag(o.verbose)},
+    };
 }
 
 options parse(int argc, char** argv) {
     options o;
     o.spec.scale = 18;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--help") {
-            std::fputs(usage_text, stdout);
-            std::exit(0);
-        } else if (a == "--json") {
-            o.json = true;
-        } else if (a == "--check") {
-            o.check = true;
-        } else if (a == "--verbose") {
-            o.verbose = true;
-        } else if (i + 1 < argc) {
-            set_option(o, a, argv[++i]);
-        } else {
-            usage_error(a + " needs a value (or is unknown)");
-        }
-    }
+    (void)am::bench::parse_args(argc, argv, usage_text, option_table(o));
     try {
         gen::check_spec(o.spec);
     } catch (const std::invalid_argument& e) {
-        usage_error(e.what());
+        std::fprintf(stderr, "pbgl_baseline: %s (try --help)\n", e.what());
+        std::exit(2);
     }
     return o;
 }

@@ -51,6 +51,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -593,42 +594,60 @@ int count_loops(uint64_t n) {
 
 const char* const usage =
     "rpc_bench: optimistic active messages and RPC (am_rpc) against hand-coded AM\n"
-    "(am_handcoded), TRPC (trpc) and plain handlers (plain_handler). JSON lines on stdout.\n"
-    "  --ops a,b,...       null_rtt,arg8_rtt,async_rate,optimistic_noblock,promotion,dht,uts\n"
-    "                      (default all)\n"
-    "  --quick             every op once, small (a smoke run; under a minute)\n"
-    "  --transport T       threads (default, or AM_TRANSPORT) or shm\n"
-    "  --reps N            repetitions per point (default 5; --quick 2)\n"
-    "  --iters N           round trips per repetition (default 20000; TRPC a quarter)\n"
-    "  --calls N           async_rate: calls per repetition (default 200000; TRPC a quarter)\n"
-    "  --batch N           flood: messages per batch (default 1000)\n"
-    "  --batches N         flood: batches per repetition and handler kind (default 20)\n"
-    "  --dht-keys N        dht: keys inserted, all ranks together (default 131072)\n"
-    "  --dht-ranks a,b,..  dht: rank counts (default 2,4,8,16,32,64)\n"
-    "  --uts-depth N       uts: depth of the tree (default 9)\n"
-    "  --uts-local N       uts: levels a spawned task searches below itself (default 3)\n"
-    "  --uts-ranks a,b,..  uts: rank counts (default 2,4)\n"
-    "  --pool N            TRPC: kernel threads per rank (default 2)\n"
-    "  --count-loop N      only the callgrind loops (1 rank): N null RPCs, N AM round trips,\n"
-    "                      N messages to a plain and N to an optimistic handler\n";
-
-[[noreturn]] void bad(const std::string& what) {
-    std::fprintf(stderr, "rpc_bench: %s (try --help)\n", what.c_str());
-    std::exit(2);
-}
-
-uint64_t number(const char* flag, const char* v) {
-    char* end = nullptr;
-    const unsigned long long x = std::strtoull(v, &end, 10);
-    if (end == v || *end != '\0' || x == 0) bad(std::string(flag) + " needs a positive integer");
-    return x;
-}
-
-std::vector<uint64_t> numbers(const char* flag, const char* v) {
-    std::vector<uint64_t> out;
-    for (const std::string& s : split(v)) out.push_back(number(flag, s.c_str()));
-    if (out.empty()) bad(std::string(flag) + " needs a list");
-    return out;
+    "(am_handcoded), TRPC (trpc) and plain handlers (plain_handler). JSON lines on stdout.";
+// The options, bound to `p`.
+std::vector<option_spec> option_table(plan& p) {
+    auto ranks = [](std::vector<uint64_t>& v, const char* flag) {
+        return [&v, flag](const std::string& x) { v = to_counts(flag, x, 1, 256); };
+    };
+    return {
+        {"--ops", "a,b,...", "null_rtt,arg8_rtt,async_rate,optimistic_noblock,promotion,dht,uts",
+         [&p](const std::string& v) {
+             p.ops = to_choices("--ops", v,
+                                {"null_rtt", "arg8_rtt", "async_rate", "optimistic_noblock",
+                                 "promotion", "dht", "uts"});
+         }},
+        {"--quick", nullptr, "every op once, small (a smoke run; under a minute)",
+         store_flag(p.quick)},
+        {"--json", nullptr, "accepted for symmetry (the output is always JSON lines)",
+         [](const std::string&) {}},
+        {"--transport", "T", "threads (default, or AM_TRANSPORT) or shm",
+         [&p](const std::string& v) {
+             p.transport = to_choice("--transport", v, {"threads", "shm"});
+         }},
+        {"--reps", "N", "repetitions per point (default 5; --quick 2)",
+         [&p](const std::string& v) { p.reps = static_cast<int>(to_count("--reps", v, 1)); }},
+        {"--iters", "N", "round trips per repetition (default 20000; TRPC a quarter)",
+         store_count(p.iters, "--iters", 1)},
+        {"--calls", "N", "async_rate: calls per repetition (default 200000; TRPC a quarter)",
+         store_count(p.calls, "--calls", 1)},
+        {"--batch", "N", "flood: messages per batch (default 1000, at most 4000)",
+         [&p](const std::string& v) {
+             p.batch = to_count("--batch", v, 1);
+             if (p.batch > 4000)
+                 throw std::invalid_argument(
+                     "--batch: at most 4000 (a batch "
+                     "must fit the ring unpolled)");
+         }},
+        {"--batches", "N", "flood: batches per repetition and handler kind (default 20)",
+         store_count(p.batches, "--batches", 1)},
+        {"--dht-keys", "N", "dht: keys inserted, all ranks together (default 131072)",
+         store_count(p.dht_keys, "--dht-keys", 1)},
+        {"--dht-ranks", "a,b,..", "dht: rank counts (default 2,4,8,16,32,64)",
+         ranks(p.dht_ranks, "--dht-ranks")},
+        {"--uts-depth", "N", "uts: depth of the tree (default 9)",
+         store_count(p.tree.max_depth, "--uts-depth", 1)},
+        {"--uts-local", "N", "uts: levels a spawned task searches below itself (default 3)",
+         store_count(p.tree.local_levels, "--uts-local", 1)},
+        {"--uts-ranks", "a,b,..", "uts: rank counts (default 2,4)",
+         ranks(p.uts_ranks, "--uts-ranks")},
+        {"--pool", "N", "TRPC: kernel threads per rank (default 2)",
+         [&p](const std::string& v) { p.pool = static_cast<int>(to_count("--pool", v, 1)); }},
+        {"--count-loop", "N",
+         "only the callgrind loops (1 rank): N null RPCs, N AM round trips,\n"
+         "N messages to a plain and N to an optimistic handler",
+         store_count(p.count_loop, "--count-loop", 1)},
+    };
 }
 
 plan parse(int argc, char** argv) {
@@ -636,82 +655,23 @@ plan parse(int argc, char** argv) {
     const char* env = std::getenv("AM_TRANSPORT");
     p.transport = env != nullptr && std::string_view(env) == "shm" ? "shm" : "threads";
     p.ops = {"null_rtt", "arg8_rtt", "async_rate", "optimistic_noblock", "promotion", "dht", "uts"};
-    const std::vector<std::string> all_ops = p.ops;
-    for (int i = 1; i < argc; ++i) {
-        if (std::string_view(argv[i]) == "--quick") p.quick = true;
-    }
-    if (p.quick) {
-        p.reps = 2;
-        p.iters = 1000;
-        p.trpc_iters = 250;
-        p.calls = 5000;
-        p.trpc_calls = 1250;
-        p.batch = 200;
-        p.batches = 2;
-        p.dht_keys = 2048;
-        p.dht_ranks = {2, 4};
-        p.tree.max_depth = 5;
-        p.uts_ranks = {2};
-    }
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view a = argv[i];
-        auto value = [&]() -> const char* {
-            if (i + 1 >= argc) bad(std::string(a) + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--help" || a == "-h") {
-            std::fputs(usage, stdout);
-            std::exit(0);
-        } else if (a == "--quick" || a == "--json") {
-            // --json: accepted for symmetry with the other programs (always JSON lines)
-        } else if (a == "--ops") {
-            p.ops = split(value());
-            for (const std::string& op : p.ops) {
-                if (std::find(all_ops.begin(), all_ops.end(), op) == all_ops.end()) {
-                    bad("unknown op '" + op + "'");
-                }
-            }
-        } else if (a == "--transport") {
-            p.transport = value();
-            if (p.transport != "threads" && p.transport != "shm")
-                bad("--transport: threads or shm");
-        } else if (a == "--reps") {
-            p.reps = static_cast<int>(number("--reps", value()));
-        } else if (a == "--iters") {
-            p.iters = number("--iters", value());
-            p.trpc_iters = std::max<uint64_t>(1, p.iters / 4);
-        } else if (a == "--calls") {
-            p.calls = number("--calls", value());
-            p.trpc_calls = std::max<uint64_t>(1, p.calls / 4);
-        } else if (a == "--batch") {
-            p.batch = number("--batch", value());
-        } else if (a == "--batches") {
-            p.batches = number("--batches", value());
-        } else if (a == "--dht-keys") {
-            p.dht_keys = number("--dht-keys", value());
-        } else if (a == "--dht-ranks") {
-            p.dht_ranks = numbers("--dht-ranks", value());
-        } else if (a == "--uts-depth") {
-            p.tree.max_depth = number("--uts-depth", value());
-        } else if (a == "--uts-local") {
-            p.tree.local_levels = number("--uts-local", value());
-        } else if (a == "--uts-ranks") {
-            p.uts_ranks = numbers("--uts-ranks", value());
-        } else if (a == "--pool") {
-            p.pool = static_cast<int>(number("--pool", value()));
-        } else if (a == "--count-loop") {
-            p.count_loop = number("--count-loop", value());
-        } else {
-            bad("unknown option '" + std::string(a) + "'");
+    const std::vector<std::string> given = parse_args(argc, argv, usage, option_table(p));
+    auto unless_given = [&](const char* flag, auto& field, auto quick_value) {
+        if (p.quick && std::find(given.begin(), given.end(), flag) == given.end()) {
+            field = quick_value;
         }
-    }
-    for (uint64_t r : p.dht_ranks) {
-        if (r < 1 || r > 256) bad("--dht-ranks: rank counts in [1, 256]");
-    }
-    for (uint64_t r : p.uts_ranks) {
-        if (r < 1 || r > 256) bad("--uts-ranks: rank counts in [1, 256]");
-    }
-    if (p.batch > 4000) bad("--batch: at most 4000 (a batch must fit the ring unpolled)");
+    };
+    unless_given("--reps", p.reps, 2);
+    unless_given("--iters", p.iters, 1000);
+    unless_given("--calls", p.calls, 5000);
+    unless_given("--batch", p.batch, 200);
+    unless_given("--batches", p.batches, 2);
+    unless_given("--dht-keys", p.dht_keys, 2048);
+    unless_given("--dht-ranks", p.dht_ranks, std::vector<uint64_t>{2, 4});
+    unless_given("--uts-depth", p.tree.max_depth, 5);
+    unless_given("--uts-ranks", p.uts_ranks, std::vector<uint64_t>{2});
+    p.trpc_iters = std::max<uint64_t>(1, p.iters / 4);
+    p.trpc_calls = std::max<uint64_t>(1, p.calls / 4);
     return p;
 }
 

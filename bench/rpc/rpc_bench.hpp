@@ -5,8 +5,8 @@
 /// the job a rank body runs in, and the TRPC state of a rank.
 #pragma once
 
-#include "common/report.hpp"
-#include "common/sys.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
 #include "trpc.hpp"
 #include "workloads.hpp"
 

@@ -2,7 +2,7 @@
 """The JSON lines of the programs in bench/, for the plot scripts and the benchmark report.
 
 Every program prints one JSON object per line with the keys bench, system, transport, ranks,
-op, bytes, metric, median, min, max, reps (bench/common/report.hpp); other lines (tables,
+op, bytes, metric, median, min, max, reps (bench/lib/report.hpp); other lines (tables,
 notes, mpirun's chatter) are skipped by load(). Shared by plot_*.py, bench_report.py and
 check_bench.py, whose smoke tests read the lines with strict(): there every line must be one.
 """

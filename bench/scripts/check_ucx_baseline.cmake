@@ -1,4 +1,4 @@
-# Smoke test of the UCX baseline of am_pingpong / am_flood (bench/common/ucx_baseline.*); run
+# Smoke test of the UCX baseline of am_pingpong / am_flood (bench/lib/ucx_baseline.*); run
 # by CTest as `cmake -D... -P check_ucx_baseline.cmake`. Never looks at the figures' values,
 # only at their presence and form.
 #

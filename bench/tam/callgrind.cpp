@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "callgrind.hpp"
 
-#include "common/child_process.hpp"
+#include "lib/child_process.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

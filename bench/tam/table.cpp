@@ -4,7 +4,7 @@
 // paper's caches; then Table 2 beside the paper's, the direct-mapped ratios, the counts and
 // the scheduling overhead.
 #include "callgrind.hpp"
-#include "common/report.hpp"
+#include "lib/report.hpp"
 #include "paper_table2.hpp"
 #include "tam_table.hpp"
 

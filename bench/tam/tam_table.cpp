@@ -26,7 +26,7 @@
 // --reference PROGRAM --arg N --stats-out FILE.
 #include "tam_table.hpp"
 
-#include "common/options.hpp"
+#include "lib/options.hpp"
 
 #include <am/am.hpp>
 
@@ -251,101 +251,85 @@ int run_reference(const plan& p) {
 const char* const usage =
     "tam_table: Table 2 of \"TAM on the J-Machine\" (TPQ, IPT, IPQ, MD/AM cycle ratios) for the\n"
     "six TAM programs, measured under valgrind's callgrind with the paper's caches, beside the\n"
-    "paper's figures. Tables on stderr, JSON lines (bench \"tam\") on stdout.\n"
-    "  --programs a,b,...  mmt,qs,dtw,paraffins,wavefront,ss (default all)\n"
-    "  --arg A             paper (default), large, or a number for every program\n"
-    "  --out FILE          the JSON lines also into FILE\n"
-    "  --valgrind PATH     the valgrind to use (default: valgrind on PATH)\n"
-    "  --reps N            callgrind runs of each measurement (default 4), each with the\n"
-    "                      code (tam_table_layout1..3) and the stack placed elsewhere: the\n"
-    "                      misses depend on it; median, min and max over the runs\n"
-    "  --keep DIR          keep the callgrind outputs and logs in DIR (default: removed)\n"
-    "  --verbose           print each valgrind command\n"
-    "  --check             no valgrind: run every program under both policies, compare with\n"
-    "                      the sequential reference; exit 1 on a wrong result\n"
-    "  --enabled           --check: the layer's enabled variant (options::enabled: local\n"
-    "                      messages served inside the quantum); systems md_enabled, am_enabled\n"
-    "  --ranks N           --check: ranks (default 1)\n"
-    "  --transport T       --check: threads (default), shm or mpi\n";
+    "paper's figures. Tables on stderr, JSON lines (bench \"tam\") on stdout.";
+
+int positive(const char* flag, const std::string& v) {
+    const std::uint64_t x = to_count(flag, v, 1);
+    if (x > 1000000) throw std::invalid_argument(std::string(flag) + ": at most 1000000");
+    return static_cast<int>(x);
+}
+
+// The options, bound to `p`. tam_apps::find throws std::invalid_argument for an unknown name.
+std::vector<option_spec> option_table(plan& p) {
+    auto worker = [&p](plan::mode m) {
+        return [&p, m](const std::string& v) {
+            p.what = m;
+            p.programs = {&tam_apps::find(v)};
+        };
+    };
+    return {
+        {"--programs", "a,b,...", "mmt,qs,dtw,paraffins,wavefront,ss (default all)",
+         [&p](const std::string& v) {
+             p.programs.clear();
+             for (const std::string& name : split(v)) p.programs.push_back(&tam_apps::find(name));
+             if (p.programs.empty()) throw std::invalid_argument("--programs needs a list");
+         }},
+        {"--arg", "A", "paper (default), large, or a number for every program",
+         [&p](const std::string& v) {
+             if (v != "paper" && v != "large") (void)positive("--arg", v);
+             p.arg = v;
+         }},
+        {"--out", "FILE", "the JSON lines also into FILE", store_text(p.out)},
+        {"--valgrind", "PATH", "the valgrind to use (default: valgrind on PATH)",
+         store_text(p.valgrind)},
+        {"--reps", "N",
+         "callgrind runs of each measurement (default 4), each with the code\n"
+         "(tam_table_layout1..3) and the stack placed elsewhere: the misses depend on it;\n"
+         "median, min and max over the runs",
+         [&p](const std::string& v) { p.reps = positive("--reps", v); }},
+        {"--keep", "DIR", "keep the callgrind outputs and logs in DIR (default: removed)",
+         store_text(p.keep)},
+        {"--verbose", nullptr, "print each valgrind command", store_flag(p.verbose)},
+        {"--check", nullptr,
+         "no valgrind: run every program under both policies, compare with the\n"
+         "sequential reference; exit 1 on a wrong result",
+         [&p](const std::string&) { p.what = plan::mode::check; }},
+        {"--enabled", nullptr,
+         "--check: the layer's enabled variant (options::enabled: local messages\n"
+         "served inside the quantum); systems md_enabled, am_enabled",
+         store_flag(p.enabled)},
+        {"--ranks", "N", "--check: ranks (default 1)",
+         [&p](const std::string& v) { p.ranks = positive("--ranks", v); }},
+        {"--transport", "T", "--check: threads (default), shm or mpi",
+         [&p](const std::string& v) {
+             p.transport = to_choice("--transport", v, {"threads", "shm", "mpi"});
+         }},
+        {"--worker", "PROGRAM", "internal: one program under --policy, into --stats-out",
+         worker(plan::mode::worker)},
+        {"--reference", "PROGRAM", "internal: one program's reference, into --stats-out",
+         worker(plan::mode::reference)},
+        {"--policy", "P", "internal: am or md",
+         [&p](const std::string& v) {
+             try {
+                 p.dispatch = am::tam::parse_policy(v);
+             } catch (const std::exception&) {
+                 throw std::invalid_argument("--policy: am or md");
+             }
+         }},
+        {"--stats-out", "FILE", "internal: where --worker and --reference write",
+         store_text(p.stats_out)},
+    };
+}
 
 [[noreturn]] void bad(const std::string& what) {
     std::fprintf(stderr, "tam_table: %s (try --help)\n", what.c_str());
     std::exit(2);
 }
 
-int positive(const char* flag, const char* v) {
-    char* end = nullptr;
-    const long x = std::strtol(v, &end, 10);
-    if (end == v || *end != '\0' || x < 1 || x > 1000000) {
-        bad(std::string(flag) + " needs a positive integer");
-    }
-    return static_cast<int>(x);
-}
-
-const tam_apps::app& program_named(const std::string& name) {
-    try {
-        return tam_apps::find(name);
-    } catch (const std::invalid_argument& e) {
-        bad(e.what());
-    }
-}
-
 plan parse(int argc, char** argv) {
     plan p;
     for (const tam_apps::app& a : tam_apps::all()) p.programs.push_back(&a);
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view a = argv[i];
-        auto value = [&]() -> const char* {
-            if (i + 1 >= argc) bad(std::string(a) + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--help" || a == "-h") {
-            std::fputs(usage, stdout);
-            std::exit(0);
-        } else if (a == "--check") {
-            p.what = plan::mode::check;
-        } else if (a == "--enabled") {
-            p.enabled = true;
-        } else if (a == "--worker" || a == "--reference") {
-            p.what = a == "--worker" ? plan::mode::worker : plan::mode::reference;
-            p.programs = {&program_named(value())};
-        } else if (a == "--policy") {
-            try {
-                p.dispatch = am::tam::parse_policy(value());
-            } catch (const std::exception&) {
-                bad("--policy: am or md");
-            }
-        } else if (a == "--programs") {
-            p.programs.clear();
-            for (const std::string& name : split(value()))
-                p.programs.push_back(&program_named(name));
-            if (p.programs.empty()) bad("--programs needs a list");
-        } else if (a == "--arg") {
-            p.arg = value();
-            if (p.arg != "paper" && p.arg != "large") (void)positive("--arg", p.arg.c_str());
-        } else if (a == "--ranks") {
-            p.ranks = positive("--ranks", value());
-        } else if (a == "--transport") {
-            p.transport = value();
-            if (p.transport != "threads" && p.transport != "shm" && p.transport != "mpi") {
-                bad("--transport: threads, shm or mpi");
-            }
-        } else if (a == "--out") {
-            p.out = value();
-        } else if (a == "--valgrind") {
-            p.valgrind = value();
-        } else if (a == "--keep") {
-            p.keep = value();
-        } else if (a == "--reps") {
-            p.reps = positive("--reps", value());
-        } else if (a == "--verbose") {
-            p.verbose = true;
-        } else if (a == "--stats-out") {
-            p.stats_out = value();
-        } else {
-            bad("unknown option '" + std::string(a) + "'");
-        }
-    }
+    (void)parse_args(argc, argv, usage, option_table(p));
     const bool worker = p.what == plan::mode::worker || p.what == plan::mode::reference;
     if (worker && p.stats_out.empty()) bad("--worker and --reference need --stats-out FILE");
     if (p.what != plan::mode::check && p.ranks != 1) bad("--ranks is for --check");

@@ -429,9 +429,10 @@ int main(int argc, char** argv) {
     setup s;
     MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &s.size);
-    const args a(argc, argv, {});
-    a.only({"--figure", "--mode", "--op", "--origins", "--systems", "--segments", "--ams",
-            "--iters", "--db", "--window", "--reps"});
+    const args a(argc, argv, "MPI baselines of window_bench (one figure's point per run).",
+                 {"--figure", "--mode", "--op", "--origins", "--systems", "--segments", "--ams",
+                  "--iters", "--db", "--window", "--reps"},
+                 {});
     s.figure = a.get("--figure", "3a");
     s.mode = a.get("--mode", "latency");
     s.op = a.get("--op", "search");

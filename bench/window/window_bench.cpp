@@ -31,9 +31,9 @@
 //     epoch_assert::concurrent (origin-side execution on the mapped window); AMs/s. Beside
 //     mpi_rma and mpi_twosided, the baseline mpi_shm: the kernel run by every origin directly
 //     on the target's MPI_Win_allocate_shared memory in a fence epoch.
-#include "common/baseline.hpp"
-#include "common/options.hpp"
-#include "common/sys.hpp"
+#include "lib/baseline.hpp"
+#include "lib/options.hpp"
+#include "lib/sys.hpp"
 #include "window_common.hpp"
 
 #include <am/am.hpp>
@@ -790,16 +790,11 @@ const char* usage =
     "  --mpirun PATH                   launcher of the baselines\n";
 
 plan parse(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i) {
-        if (std::string_view(argv[i]) == "--help") {
-            std::fputs(usage, stdout);
-            std::exit(0);
-        }
-    }
-    const args a(argc, argv, {"--quick", "--no-baseline", "--json"});
-    a.only({"--figures", "--transport", "--reps", "--iters", "--ams", "--units", "--buffers",
-            "--buffers5", "--ranks5", "--ranks7", "--unit", "--epochs", "--large", "--small",
-            "--ops7", "--db", "--attach", "--baseline-max-ranks", "--mpirun"});
+    const args a(argc, argv, usage,
+                 {"--figures", "--transport", "--reps", "--iters", "--ams", "--units", "--buffers",
+                  "--buffers5", "--ranks5", "--ranks7", "--unit", "--epochs", "--large", "--small",
+                  "--ops7", "--db", "--attach", "--baseline-max-ranks", "--mpirun"},
+                 {"--quick", "--no-baseline", "--json"});
     plan p;
     p.quick = a.has("--quick");
     p.baseline = !a.has("--no-baseline");

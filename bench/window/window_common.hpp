@@ -6,6 +6,8 @@
 /// nor MPI.
 #pragma once
 
+#include "lib/options.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -13,9 +15,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -227,58 +232,42 @@ inline json_line start_line(const point_keys& k, const stats3& s) {
 
 // ------------------------------------------------------------------------------------ options
 
-/// `--name value` pairs and `--flag`s, read from argv; the programs look up what they know
-/// and refuse the rest.
+/// The options given, read from argv by the one parser (bench/lib/options.hpp): `names` take
+/// a value, `flags` do not; anything else is refused there. Values are read with defaults.
 class args {
   public:
-    args(int argc, char** argv, std::vector<std::string> flags) : _flags(std::move(flags)) {
-        for (int i = 1; i < argc; ++i) {
-            std::string a = argv[i];
-            _all.push_back(a);
-            if (!a.starts_with("--")) fail("unexpected argument '" + a + "'");
-            if (std::find(_flags.begin(), _flags.end(), a) != _flags.end()) {
-                _on.push_back(a);
-            } else if (i + 1 < argc) {
-                _set[a] = argv[++i];
-                _all.push_back(_set[a]);
-            } else {
-                fail(a + " needs a value");
-            }
+    args(int argc, char** argv, const char* usage, std::initializer_list<const char*> names,
+         std::initializer_list<const char*> flags) {
+        std::vector<option_spec> table;
+        for (const char* n : names) {
+            table.push_back({n, "V", "", [this, n](const std::string& v) { _set[n] = v; }});
         }
+        for (const char* f : flags) {
+            table.push_back({f, nullptr, "", [this, f](const std::string&) { _set[f] = ""; }});
+        }
+        (void)parse_args(argc, argv, usage, table);
     }
-    [[nodiscard]] bool has(const std::string& k) const {
-        return _set.count(k) != 0 || std::find(_on.begin(), _on.end(), k) != _on.end();
-    }
+    [[nodiscard]] bool has(const std::string& k) const { return _set.count(k) != 0; }
     [[nodiscard]] std::string get(const std::string& k, std::string def) const {
         const auto it = _set.find(k);
         return it == _set.end() ? def : it->second;
     }
+    template <class F>
+    static std::invoke_result_t<F&> checked(F&& read) {
+        try {
+            return read();
+        } catch (const std::invalid_argument& e) {
+            fail(e.what());
+        }
+    }
     [[nodiscard]] std::uint64_t count(const std::string& k, std::uint64_t def) const {
         const auto it = _set.find(k);
-        return it == _set.end() ? def : parse_count(k, it->second);
+        return it == _set.end() ? def : checked([&] { return to_count(k, it->second); });
     }
     [[nodiscard]] std::vector<std::uint64_t> counts(const std::string& k,
                                                     std::vector<std::uint64_t> def) const {
         const auto it = _set.find(k);
-        if (it == _set.end()) return def;
-        std::vector<std::uint64_t> v;
-        std::string_view s = it->second;
-        while (!s.empty()) {
-            const std::size_t c = s.find(',');
-            v.push_back(parse_count(k, std::string(s.substr(0, c))));
-            if (c == std::string_view::npos) break;
-            s.remove_prefix(c + 1);
-        }
-        return v;
-    }
-    /// Fails naming the first option not in `known`.
-    void only(const std::vector<std::string>& known) const {
-        for (const auto& [k, v] : _set) {
-            if (std::find(known.begin(), known.end(), k) == known.end() &&
-                std::find(_flags.begin(), _flags.end(), k) == _flags.end()) {
-                fail("unknown option " + k);
-            }
-        }
+        return it == _set.end() ? def : checked([&] { return to_counts(k, it->second); });
     }
     [[noreturn]] static void fail(const std::string& msg) {
         std::fprintf(stderr, "window_bench: %s (try --help)\n", msg.c_str());
@@ -286,23 +275,7 @@ class args {
     }
 
   private:
-    static std::uint64_t parse_count(const std::string& k, const std::string& text) {
-        std::string_view s = text;
-        std::uint64_t mult = 1;
-        if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) mult = 1024, s.remove_suffix(1);
-        if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) mult = 1 << 20, s.remove_suffix(1);
-        if (s.empty()) fail(k + ": bad number '" + text + "'");
-        std::uint64_t v = 0;
-        for (char c : s) {
-            if (c < '0' || c > '9') fail(k + ": bad number '" + text + "'");
-            v = v * 10 + static_cast<std::uint64_t>(c - '0');
-        }
-        return v * mult;
-    }
-    std::vector<std::string> _flags;
     std::map<std::string, std::string> _set;
-    std::vector<std::string> _on;  // flags given
-    std::vector<std::string> _all;
 };
 
 }  // namespace am::bench::window

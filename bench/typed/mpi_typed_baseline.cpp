@@ -8,7 +8,7 @@
 //   mpirun -n 8 --oversubscribe mpi_typed_baseline barrier --min-ms 20 --json
 //
 // alltoallv: per repetition every rank produces the records typed_rate sends (the same
-//   generator, seeds and destinations: bench/common/typed_bench.hpp), buckets them by
+//   generator, seeds and destinations: bench/typed/typed_bench.hpp), buckets them by
 //   destination (counting sort: a pass counting, a pass writing each record at its
 //   bucket's next slot, records generated again rather than stored), exchanges the counts
 //   (MPI_Alltoall) and the records (MPI_Alltoallv, 16-byte datatype), then runs the "handler"
@@ -18,10 +18,11 @@
 // barrier: loops of MPI_Barrier (op "mpi_barrier") and of MPI_Allreduce of one uint64 (op
 //   "mpi_allreduce"), K per repetition, calibrated like epoch_overhead's loops (--min-ms)
 //   unless --iters K; latency_us per operation.
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/sys.hpp"
-#include "common/typed_bench.hpp"
+#include "lib/mpi_main.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
+#include "typed/typed_bench.hpp"
 
 #include <mpi.h>
 
@@ -218,40 +219,34 @@ void barrier_points(const job& j, double target) {
     }
 }
 
+int run(const options& o, const typed::extra_options& x, int rank, int size) {
+    reporter rep(o.json ? output::json_only : output::table);
+    const job j{o, rank, size, rep, o.bench.empty() ? "mpi_" + o.mode : o.bench};
+    if (o.mode == "barrier") {
+        barrier_points(j, x.min_seconds > 0 ? x.min_seconds : 0.02);
+        return 0;
+    }
+    const std::uint64_t m = x.messages != 0 ? x.messages : std::uint64_t{8} << 20;
+    if (m > 0x7fffffffull) {
+        if (rank == 0) std::fprintf(stderr, "mpi_typed_baseline: --messages beyond 2^31\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    alltoallv_point(j, m);
+    return 0;
+}
+
+constexpr const char* about = R"(MPI baseline of typed_rate (mode alltoallv: --messages N per
+rank) and epoch_overhead (mode barrier:
+--iters K or --min-ms T). Any number of ranks.)";
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    MPI_Init(&argc, &argv);
-    int rank = 0, size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    typed::arg_split a(argc, argv);
-    const typed::extra_options x = typed::take_extra_options(a, false);
-    std::vector<char*> rest = a.rest();
-    const options o = parse_options(static_cast<int>(rest.size()) - 1, rest.data(),
-                                    "MPI baseline of typed_rate (mode alltoallv: --messages N "
-                                    "per rank) and epoch_overhead (mode barrier: --iters K or "
-                                    "--min-ms T). Any number of ranks.");
-    if (o.mode != "alltoallv" && o.mode != "barrier") {
-        if (rank == 0) {
-            std::fprintf(stderr, "mpi_typed_baseline: mode must be alltoallv or barrier\n");
-        }
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    reporter rep(o.json ? output::json_only : output::table);
-    const job j{o, rank, size, rep, o.bench.empty() ? "mpi_" + o.mode : o.bench};
-    if (o.mode == "alltoallv") {
-        const std::uint64_t m = x.messages != 0 ? x.messages : std::uint64_t{8} << 20;
-        if (m > 0x7fffffffull) {
-            if (rank == 0) std::fprintf(stderr, "mpi_typed_baseline: --messages beyond 2^31\n");
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
-        alltoallv_point(j, m);
-    } else {
-        barrier_points(j, x.min_seconds > 0 ? x.min_seconds : 0.02);
-    }
-    MPI_Finalize();
-    return 0;
+    typed::extra_options x;
+    return mpi_baseline_main(
+        argc, argv, "mpi_typed_baseline", about, {"alltoallv", "barrier"}, 0,
+        [&x](const options& o, int rank, int size) { return run(o, x, rank, size); },
+        typed::extra_table(x, false));
 }

@@ -19,11 +19,11 @@
 // The MPI pingpong_GBps lines are derived from MPI's send_recv latencies in this program
 // (bytes / latency: the median of the transformed values is the transformed median).
 // Ratios am/mpi: latency_ratio (send_recv) and bandwidth_ratio (isend_window).
-#include "common/am_harness.hpp"
-#include "common/baseline.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/sys.hpp"
+#include "lib/am_harness.hpp"
+#include "lib/baseline.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
 
 #include <am/am.hpp>
 
@@ -202,22 +202,12 @@ void add_mpi_pingpong_bandwidth(reporter& rep) {
 /// The MPI side of the same sizes, then the am/MPI ratios.
 /// False when the baseline was wanted but could not be run.
 bool compare_with_mpi(const options& o, reporter& rep) {
-    std::vector<std::size_t> lat, bw;
-    for (const result& r : rep.results()) {
-        const std::string_view metric = r.metric;
-        if (std::string_view(r.system) != "am") continue;
-        if (metric == "latency_us") lat.push_back(r.bytes);
-        if (metric == "bandwidth_GBps") bw.push_back(r.bytes);
-    }
-    if (!o.baseline) {
-        std::fprintf(stderr, "sendrecv_pingpong: MPI baseline skipped (--no-baseline)\n");
-        return true;
-    }
-    if (lat.empty() && bw.empty()) return true;
-    std::vector<std::string> args = forwarded_options(o);
-    args.insert(args.end(), {"--bench", bench_name});
+    const std::vector<std::size_t> lat = am_sizes(rep, "latency_us");
+    const std::vector<std::size_t> bw = am_sizes(rep, "bandwidth_GBps");
+    if (baseline_skipped(o) || (lat.empty() && bw.empty())) return true;
     // mpi_baseline measures the default sweep when given no --sizes: keep it to one size.
-    args.insert(args.end(), {"--sizes", lat.empty() ? "8" : join_sizes(lat)});
+    std::vector<std::string> args =
+        baseline_args(o, lat.empty() ? std::vector<std::size_t>{8} : lat);
     if (!bw.empty()) args.insert(args.end(), {"--bw-sizes", join_sizes(bw)});
     if (!run_mpi_baseline(o, "pingpong", args, rep)) return false;
     add_mpi_pingpong_bandwidth(rep);
@@ -227,23 +217,19 @@ bool compare_with_mpi(const options& o, reporter& rep) {
     return true;
 }
 
+int run_round(const options& o, reporter& rep, bool& reporting) {
+    return run_am_job(o, {}, rank_main, rep, reporting);
+}
+
+constexpr const char* about = R"(Two-sided messages on active messages: ctx.send/ctx.recv ping-
+pong latency (8 B - 4 MiB) and windowed isend/irecv bandwidth, and the MPI_Send/MPI_Recv baseline
+in the same run.
+ops (--ops): send_recv, isend_window (default both).)";
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    options o = parse_options(
-        argc, argv,
-        "Two-sided messages on active messages: ctx.send/ctx.recv ping-pong latency (8 B - 4 "
-        "MiB) and windowed isend/irecv bandwidth, and the MPI_Send/MPI_Recv baseline in the same "
-        "run.\nops (--ops): send_recv, isend_window (default both).");
-    o.bench = bench_name;
-    bool baseline_ok = true;
-    const int status =
-        run_rounds(o, o.json ? output::json : output::table, [&](reporter& rep, bool& reporting) {
-            const int st = run_am_job(o, {}, rank_main, rep, reporting);
-            if (reporting && st == 0) baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
-            return st;
-        });
-    return status != 0 ? status : baseline_ok ? 0 : no_baseline_status;
+    return bench_main(argc, argv, bench_program{bench_name, about, run_round, compare_with_mpi});
 }

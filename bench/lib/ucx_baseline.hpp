@@ -33,6 +33,12 @@ struct ucx_point {
     std::string metric;
 };
 
+/// The points of `test` at `sizes` with the iterations and warm-up of `plan` (as the am run
+/// measured them), appended to `points`.
+void add_ucx_points(std::vector<ucx_point>& points, const options& o, ucx_test test,
+                    const std::vector<std::size_t>& sizes, const work_plan& plan,
+                    const std::string& metric);
+
 /// The op name of a test in the results: "ucp_am_lat" or "ucp_am_bw".
 const char* ucx_op(ucx_test t);
 
@@ -60,8 +66,5 @@ class ucx_baseline {
     std::string _exe;  // empty: not found
     bool _noted = false;
 };
-
-/// The distinct `bytes` of the `am` results with `metric`, in increasing order.
-std::vector<std::size_t> am_sizes(const reporter& rep, const char* metric);
 
 }  // namespace am::bench

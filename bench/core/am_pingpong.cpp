@@ -21,12 +21,12 @@
 // reuses a slot only after the receiver has read it (one credit, a short reply, per message),
 // so no message is overwritten while it is being read. A payload whose sum is wrong fails
 // the run.
-#include "common/am_harness.hpp"
-#include "common/baseline.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/sys.hpp"
-#include "common/ucx_baseline.hpp"
+#include "lib/am_harness.hpp"
+#include "lib/baseline.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
+#include "lib/ucx_baseline.hpp"
 
 #include <am/am.hpp>
 
@@ -279,26 +279,11 @@ void rank_main(am::context& ctx, rank_env& env) {
 /// The MPI side of the same sizes, then the am/MPI and am/memcpy ratios.
 /// False when the baseline was wanted but could not be run.
 bool compare_with_mpi(const options& o, reporter& rep) {
-    std::vector<std::size_t> lat, bw;
-    for (const result& r : rep.results()) {
-        const std::string_view metric = r.metric;
-        auto add = [](std::vector<std::size_t>& v, std::size_t s) {
-            if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
-        };
-        if (std::string_view(r.system) != "am") continue;
-        if (metric == "latency_us") add(lat, r.bytes);
-        if (metric == "bandwidth_GBps") add(bw, r.bytes);
-    }
-    std::sort(lat.begin(), lat.end());
-    std::sort(bw.begin(), bw.end());
+    const std::vector<std::size_t> lat = am_sizes(rep, "latency_us");
+    const std::vector<std::size_t> bw = am_sizes(rep, "bandwidth_GBps");
     rep.add_ratios("am", "long", "memcpy", "memcpy", "bandwidth_GBps", "bandwidth_ratio");
-    if (!o.baseline) {
-        std::fprintf(stderr, "am_pingpong: MPI baseline skipped (--no-baseline)\n");
-        return true;
-    }
-    if (lat.empty()) return true;
-    std::vector<std::string> args = forwarded_options(o);
-    args.insert(args.end(), {"--bench", bench_name, "--sizes", join_sizes(lat)});
+    if (baseline_skipped(o) || lat.empty()) return true;
+    std::vector<std::string> args = baseline_args(o, lat);
     if (!bw.empty()) args.insert(args.end(), {"--bw-sizes", join_sizes(bw)});
     if (!run_mpi_baseline(o, "pingpong", args, rep)) return false;
     for (const char* op : {"short", "medium", "long"}) {
@@ -313,14 +298,10 @@ bool compare_with_mpi(const options& o, reporter& rep) {
 /// installed but failed.
 bool compare_with_ucx(const options& o, ucx_baseline& ucx, reporter& rep) {
     std::vector<ucx_point> points;
-    for (std::size_t s : am_sizes(rep, "latency_us")) {
-        const std::uint64_t n = iters_for(o, latency_plan, s);
-        points.push_back({ucx_test::am_lat, s, n, warmup_for(o, n), "latency_us"});
-    }
-    for (std::size_t s : am_sizes(rep, "bandwidth_GBps")) {
-        const std::uint64_t n = iters_for(o, bandwidth_plan, s);
-        points.push_back({ucx_test::am_bw, s, n, warmup_for(o, n), "bandwidth_GBps"});
-    }
+    add_ucx_points(points, o, ucx_test::am_lat, am_sizes(rep, "latency_us"), latency_plan,
+                   "latency_us");
+    add_ucx_points(points, o, ucx_test::am_bw, am_sizes(rep, "bandwidth_GBps"), bandwidth_plan,
+                   "bandwidth_GBps");
     if (!ucx.run(points, rep)) return false;
     for (const char* op : {"short", "medium", "long"}) {
         rep.add_ratios("am", op, "ucx", "ucp_am_lat", "latency_us", "latency_ratio");
@@ -424,16 +405,15 @@ void print_demo(const std::vector<std::vector<result>>& rounds) {
     print_median("am/UCX", vs_ucx, "<= 0.7");
 }
 
+constexpr const char* about = R"(One-way latency of short/medium/long active messages, long-
+message bandwidth vs memcpy, and the MPI baseline in the same run.)";
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    options o = parse_options(argc, argv,
-                              "One-way latency of short/medium/long active messages, long-message "
-                              "bandwidth vs memcpy, and the MPI baseline in the same run.");
-    o.bench = bench_name;
-    allow_mpi_transport(o);
+    options o = bench_options(argc, argv, bench_name, about, {}, true);
     if (o.demo) {
         o.transport = "shm";
         o.ranks = 2;
@@ -448,18 +428,17 @@ int main(int argc, char** argv) {
     const output mode = o.demo ? output::quiet : o.json ? output::json : output::table;
     std::vector<std::vector<result>> rounds;
     ucx_baseline ucx(o, bench_name);
-    bool baseline_ok = true;
-    const int status = run_rounds(
-        o, mode,
-        [&](reporter& rep, bool& reporting) {
-            const int st = run_am_job(o, {segment, true}, rank_main, rep, reporting);
-            if (reporting && st == 0) {
-                baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
-                baseline_ok = compare_with_ucx(o, ucx, rep) && baseline_ok;
-            }
-            return st;
-        },
-        &rounds);
-    if (status == 0 && o.demo && !rounds.empty()) print_demo(rounds);
-    return status != 0 ? status : baseline_ok ? 0 : no_baseline_status;
+    const int status =
+        bench_main(o,
+                   {[&](reporter& rep, bool& reporting) {
+                        return run_am_job(o, {segment, true}, rank_main, rep, reporting);
+                    },
+                    [&](reporter& rep) {
+                        const bool mpi = compare_with_mpi(o, rep);
+                        return compare_with_ucx(o, ucx, rep) && mpi;
+                    }},
+                   mode, &rounds);
+    const bool am_ok = status == 0 || status == no_baseline_status;
+    if (am_ok && o.demo && !rounds.empty()) print_demo(rounds);
+    return status;
 }

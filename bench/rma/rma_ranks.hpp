@@ -5,10 +5,10 @@
 /// put/get paths to measure and their op labels.
 #pragma once
 
-#include "am_harness.hpp"
-#include "options.hpp"
-#include "report.hpp"
-#include "sys.hpp"
+#include "lib/am_harness.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
 
 #include <am/am.hpp>
 

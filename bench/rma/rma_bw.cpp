@@ -5,7 +5,7 @@
 //
 //   rma_bw [--json] [--transport shm|threads] [--rma auto|am|both] [--window 64] ...
 //
-// Ops, streamed in windows (bench/common/options.hpp: windows_for): per window rank 0 issues
+// Ops, streamed in windows (bench/lib/options.hpp: windows_for): per window rank 0 issues
 // `window` split-phase operations of `bytes`, all to the same place, then polls until all of
 // them have completed; N = iters_for(bandwidth_plan) operations per repetition (20 000 up to
 // 8 KiB, then 20 000 × 8 KiB / size; 1 MiB: 156), rounded up to whole windows.
@@ -21,12 +21,12 @@
 // bytes × N / time, GB/s (10^9 B/s). Paths and labels as rma_lat: "put"/"get" on the
 // automatic path, "put_am"/"get_am" through active messages. Ratios: am/mpi and am/memcpy
 // (bandwidth_ratio).
-#include "common/am_harness.hpp"
-#include "common/baseline.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/rma_ranks.hpp"
-#include "common/sys.hpp"
+#include "lib/am_harness.hpp"
+#include "lib/baseline.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
+#include "rma/rma_ranks.hpp"
 
 #include <am/am.hpp>
 
@@ -101,30 +101,19 @@ void rank_main(am::context& ctx, rank_env& env, am::rma_path path, bool first) {
 /// The MPI side of the same sizes, then the am/MPI and am/memcpy ratios.
 /// False when the baseline was wanted but could not be run.
 bool compare_with_mpi(const options& o, reporter& rep) {
-    std::vector<std::size_t> sizes;
-    for (const result& r : rep.results()) {
-        if (std::string_view(r.system) != "am") continue;
-        if (std::find(sizes.begin(), sizes.end(), r.bytes) == sizes.end()) {
-            sizes.push_back(r.bytes);
-        }
-    }
-    std::sort(sizes.begin(), sizes.end());
+    const std::vector<std::size_t> sizes = am_sizes(rep);
     for (const am::rma_path path : {am::rma_path::automatic, am::rma_path::am}) {
         for (const char* op : {"put", "get"}) {
             rep.add_ratios("am", rma_op(op, path), "memcpy", "memcpy", "bandwidth_GBps",
                            "bandwidth_ratio");
         }
     }
-    if (!o.baseline) {
-        std::fprintf(stderr, "rma_bw: MPI baseline skipped (--no-baseline)\n");
-        return true;
-    }
-    if (sizes.empty()) return true;
+    if (baseline_skipped(o) || sizes.empty()) return true;
     std::string ops;
     if (rma_wants(o, "put")) ops = "put_flush";
     if (rma_wants(o, "get")) ops += ops.empty() ? "get_flush" : ",get_flush";
-    std::vector<std::string> args = forwarded_options(o);
-    args.insert(args.end(), {"--bench", bench_name, "--sizes", join_sizes(sizes), "--ops", ops});
+    std::vector<std::string> args = baseline_args(o, sizes);
+    args.insert(args.end(), {"--ops", ops});
     if (!run_mpi_program(o, mpi_program::rma, "bw", args, rep)) return false;
     for (const am::rma_path path : {am::rma_path::automatic, am::rma_path::am}) {
         rep.add_ratios("am", rma_op("put", path), "mpi", "put_flush", "bandwidth_GBps",
@@ -135,23 +124,19 @@ bool compare_with_mpi(const options& o, reporter& rep) {
     return true;
 }
 
+int run_round(const options& o, reporter& rep, bool& reporting) {
+    return run_rma_jobs(o, rank_main, rep, reporting);
+}
+
+constexpr const char* about = R"(Bandwidth of windowed puts / gets (Split-C global memory), 8 B -
+4 MiB, on the direct and the active-message path, beside memcpy, and the MPI_Put/MPI_Get +
+MPI_Win_flush baseline with the same window.
+ops (--ops): put, get (default both).)";
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    options o = parse_options(
-        argc, argv,
-        "Bandwidth of windowed puts / gets (Split-C global memory), 8 B - 4 MiB, on the direct "
-        "and the active-message path, beside memcpy, and the MPI_Put/MPI_Get + MPI_Win_flush "
-        "baseline with the same window.\nops (--ops): put, get (default both).");
-    o.bench = bench_name;
-    bool baseline_ok = true;
-    const int status =
-        run_rounds(o, o.json ? output::json : output::table, [&](reporter& rep, bool& reporting) {
-            const int st = run_rma_jobs(o, rank_main, rep, reporting);
-            if (reporting && st == 0) baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
-            return st;
-        });
-    return status != 0 ? status : baseline_ok ? 0 : no_baseline_status;
+    return bench_main(argc, argv, bench_program{bench_name, about, run_round, compare_with_mpi});
 }

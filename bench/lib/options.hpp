@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: MIT
 /// @file
-/// The one option parser of every benchmark in bench/ (am programs and the MPI baseline).
+/// The one option parser of every benchmark in bench/ (am programs and the MPI baselines):
+/// a table of `option_spec`s; the shared options (`parse_options`) are one table that each
+/// program extends with its own, and programs with options of their own only (rpc, tam,
+/// window, graph) hand `parse_args` their table.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,8 +71,52 @@ struct options {
     [[nodiscard]] bool wants(const std::string& op) const;
 };
 
-/// Parses argv; prints usage and exits on --help (status 0) or on a bad option (status 2).
-options parse_options(int argc, char** argv, const char* summary);
+/// One command-line option: `--name ARG`, or a flag when `arg` is null, or the first
+/// positional argument when `name` is empty; `help` for --help (lines after the first start
+/// with a newline); `set` takes the value ("" for a flag) and throws std::invalid_argument,
+/// saying what is wrong, when it is bad.
+struct option_spec {
+    std::string_view name;
+    const char* arg;
+    const char* help;
+    std::function<void(const std::string& value)> set;
+};
+
+/// The parser: reads argv[1..] against `table` (the first entry of a name wins, so a program's
+/// own entries before the shared ones override them). --help / -h prints `summary` and the
+/// table and exits 0; an unknown option or a missing or bad value says why and exits 2.
+/// Returns the names of the options given (for defaults that depend on what was given).
+std::vector<std::string> parse_args(int argc, char** argv, std::string_view summary,
+                                    std::span<const option_spec> table);
+
+/// Parses the shared options, after the program's own `extra` ones (which take precedence);
+/// same exits as `parse_args`.
+options parse_options(int argc, char** argv, const char* summary,
+                      std::span<const option_spec> extra = {});
+
+/// Value readers for `option_spec::set`; they throw std::invalid_argument naming the option.
+/// A count: decimal digits with an optional binary K, M or G suffix, at least `lo`.
+std::uint64_t to_count(std::string_view flag, std::string_view text, std::uint64_t lo = 0);
+/// A comma-separated list of counts, each in [lo, hi], at least one.
+std::vector<std::uint64_t> to_counts(std::string_view flag, std::string_view text,
+                                     std::uint64_t lo = 0, std::uint64_t hi = UINT64_MAX);
+/// One of `choices` (returned as given).
+std::string to_choice(std::string_view flag, std::string_view text,
+                      std::initializer_list<std::string_view> choices);
+/// A comma-separated list, every item one of `choices`.
+std::vector<std::string> to_choices(std::string_view flag, std::string_view text,
+                                    std::initializer_list<std::string_view> choices);
+
+/// `option_spec::set` functions that store the value into `v` (a flag: `value`; a count or an
+/// int: at least `lo`, read as `to_count` reads it, naming `flag` when it is bad).
+using option_setter = std::function<void(const std::string& value)>;
+option_setter store_flag(bool& v, bool value = true);
+option_setter store_text(std::string& v);
+option_setter store_count(std::uint64_t& v, std::string_view flag, std::uint64_t lo = 0);
+option_setter store_int(int& v, std::string_view flag, int lo = 0);
+
+/// Whether `flag` is among the arguments the program was started with.
+[[nodiscard]] bool given(const options& o, std::string_view flag);
 
 /// Message sizes for one operation: --sizes filtered to [lo, hi], otherwise powers of two from
 /// max(lo, --min-bytes) to min(hi, --max-bytes), plus the upper bound if it is not one.

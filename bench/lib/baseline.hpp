@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /// @file
-/// Runs the MPI baseline (bench/mpi_baseline.cpp, or bench/mpi_rma_baseline.cpp) as a child
-/// job in the same invocation: `mpirun -n 2 --bind-to core <program> <mode> <options>`,
-/// forwarding its JSON lines.
+/// Runs an MPI baseline (bench/core/mpi_baseline.cpp, bench/rma/mpi_rma_baseline.cpp,
+/// bench/typed/mpi_typed_baseline.cpp) as a child job in the same invocation:
+/// `mpirun -n <ranks> --bind-to core <program> <mode> <options>`, forwarding its JSON lines.
 #pragma once
 
 #include "options.hpp"
@@ -19,15 +19,18 @@ inline constexpr int no_baseline_status = 3;
 
 /// The MPI programs an am benchmark can start.
 enum class mpi_program {
-    baseline,  ///< bench/mpi_baseline.cpp: ping-pong and flood (two-sided)
-    rma,       ///< bench/mpi_rma_baseline.cpp: MPI_Put/MPI_Get in a passive-target epoch
+    baseline,  ///< bench/core/mpi_baseline.cpp: ping-pong and flood (two-sided)
+    rma,       ///< bench/rma/mpi_rma_baseline.cpp: MPI_Put/MPI_Get in a passive-target epoch
+    typed,     ///< bench/typed/mpi_typed_baseline.cpp: MPI_Alltoallv and MPI_Barrier
 };
 
-/// Launches `program` with 2 MPI ranks (bound to cores 0 and 1, like the pinned am ranks)
-/// and adds every result line it prints to `rep`. Returns false, after saying why on stderr,
-/// when the program was not built, mpirun is missing, or the job failed.
+/// Launches `program` with `ranks` MPI ranks (placed as `mpirun_command` says: by default 2,
+/// bound to cores 0 and 1 like the pinned am ranks) and adds every result line it prints to
+/// `rep`. Returns false, after saying why on stderr, when the program was not built, mpirun
+/// is missing, or the job failed.
 bool run_mpi_program(const options& o, mpi_program program, const std::string& mode,
-                     const std::vector<std::string>& args, reporter& rep);
+                     const std::vector<std::string>& args, reporter& rep, int ranks = 2,
+                     bool bind = true);
 
 /// `run_mpi_program` with mpi_baseline.
 bool run_mpi_baseline(const options& o, const std::string& mode,

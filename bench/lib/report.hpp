@@ -87,6 +87,10 @@ class reporter {
     std::vector<result> _all;
 };
 
+/// The distinct `bytes` of the `am` results with `metric` (any metric when empty), in
+/// increasing order: the sizes a baseline must measure.
+std::vector<std::size_t> am_sizes(const reporter& rep, std::string_view metric = {});
+
 /// Pools the results of several rounds (each a full am run + baseline run): per key (all
 /// fields but the numbers), median of the round medians, min of the minima, max of the
 /// maxima, reps summed. Keeps the order in which keys first appear.

@@ -11,12 +11,12 @@
 // not read the payload unless --touch (op "medium_read": it reads every byte). The time runs
 // from the first send until rank 0 has handled that acknowledgement. No window: the ring's
 // flow control alone paces the sender.
-#include "common/am_harness.hpp"
-#include "common/baseline.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/sys.hpp"
-#include "common/ucx_baseline.hpp"
+#include "lib/am_harness.hpp"
+#include "lib/baseline.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
+#include "lib/ucx_baseline.hpp"
 
 #include <am/am.hpp>
 
@@ -130,22 +130,9 @@ void rank_main(am::context& ctx, rank_env& env) {
 
 /// False when the baseline was wanted but could not be run.
 bool compare_with_mpi(const options& o, reporter& rep) {
-    std::vector<std::size_t> sizes;
-    for (const result& r : rep.results()) {
-        if (std::string_view(r.system) != "am") continue;
-        if (std::find(sizes.begin(), sizes.end(), r.bytes) == sizes.end()) {
-            sizes.push_back(r.bytes);
-        }
-    }
-    std::sort(sizes.begin(), sizes.end());
-    if (!o.baseline) {
-        std::fprintf(stderr, "am_flood: MPI baseline skipped (--no-baseline)\n");
-        return true;
-    }
-    if (sizes.empty()) return true;
-    std::vector<std::string> args = forwarded_options(o);
-    args.insert(args.end(), {"--bench", bench_name, "--sizes", join_sizes(sizes)});
-    if (!run_mpi_baseline(o, "flood", args, rep)) return false;
+    const std::vector<std::size_t> sizes = am_sizes(rep);
+    if (baseline_skipped(o) || sizes.empty()) return true;
+    if (!run_mpi_baseline(o, "flood", baseline_args(o, sizes), rep)) return false;
     for (const char* op : {"short", "medium", "medium_read"}) {
         rep.add_ratios("am", op, "mpi", "isend_window", "rate_Mmsgps", "rate_ratio");
     }
@@ -157,10 +144,8 @@ bool compare_with_mpi(const options& o, reporter& rep) {
 /// installed but failed.
 bool compare_with_ucx(const options& o, ucx_baseline& ucx, reporter& rep) {
     std::vector<ucx_point> points;
-    for (std::size_t s : am_sizes(rep, "rate_Mmsgps")) {
-        const std::uint64_t n = iters_for(o, flood_plan, s);
-        points.push_back({ucx_test::am_bw, s, n, warmup_for(o, n), "rate_Mmsgps"});
-    }
+    add_ucx_points(points, o, ucx_test::am_bw, am_sizes(rep, "rate_Mmsgps"), flood_plan,
+                   "rate_Mmsgps");
     if (!ucx.run(points, rep)) return false;
     for (const char* op : {"short", "medium", "medium_read"}) {
         rep.add_ratios("am", op, "ucx", "ucp_am_bw", "rate_Mmsgps", "rate_ratio");
@@ -168,26 +153,21 @@ bool compare_with_ucx(const options& o, ucx_baseline& ucx, reporter& rep) {
     return true;
 }
 
+constexpr const char* about = R"(One-way message rate of short and medium active messages (8 B -
+64 KiB), and the MPI windowed-Isend baseline.)";
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    options o = parse_options(argc, argv,
-                              "One-way message rate of short and medium active messages "
-                              "(8 B - 64 KiB), and the MPI windowed-Isend baseline.");
-    o.bench = bench_name;
-    allow_mpi_transport(o);
+    const options o = bench_options(argc, argv, bench_name, about, {}, true);
     ucx_baseline ucx(o, bench_name);
-    bool baseline_ok = true;
-    const int status =
-        run_rounds(o, o.json ? output::json : output::table, [&](reporter& rep, bool& reporting) {
-            const int st = run_am_job(o, {}, rank_main, rep, reporting);
-            if (reporting && st == 0) {
-                baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
-                baseline_ok = compare_with_ucx(o, ucx, rep) && baseline_ok;
-            }
-            return st;
-        });
-    return status != 0 ? status : baseline_ok ? 0 : no_baseline_status;
+    return bench_main(o, {[&](reporter& rep, bool& reporting) {
+                              return run_am_job(o, {}, rank_main, rep, reporting);
+                          },
+                          [&](reporter& rep) {
+                              const bool mpi = compare_with_mpi(o, rep);
+                              return compare_with_ucx(o, ucx, rep) && mpi;
+                          }});
 }

@@ -7,7 +7,7 @@
 //              [--messages 8M] [--uncoalesced-messages N] [--coalesce-bytes 16K] [--quick]
 //
 // Per repetition every rank sends M records, record i of rank r in repetition k being
-// `record_at(stream_seed(r, k), i)` to `dest_of(record)` (bench/common/typed_bench.hpp); the
+// `record_at(stream_seed(r, k), i)` to `dest_of(record)` (bench/typed/typed_bench.hpp); the
 // handler, in its per-message form `(const record&)`, adds `checksum(record)` to a rank-local
 // sum and counts. The time runs on rank 0 from just before its first send (after a barrier)
 // until `epoch.end(sum sent)` has returned: termination detection included. Afterwards
@@ -21,12 +21,12 @@
 //                   MPI_Alltoallv of the records, the same accumulation over what arrived.
 // Metric rate_Mmsgps: records of all ranks per second / 10^6. Ratio lines: am/am
 // "coalesced/uncoalesced", am/mpi "coalesced" and "uncoalesced" (rate_ratio).
-#include "common/am_harness.hpp"
-#include "common/baseline.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/sys.hpp"
-#include "common/typed_bench.hpp"
+#include "lib/am_harness.hpp"
+#include "lib/baseline.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
+#include "typed/typed_bench.hpp"
 
 #include <am/am.hpp>
 
@@ -35,10 +35,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#ifndef AM_BENCH_MPI_TYPED_BASELINE
-#define AM_BENCH_MPI_TYPED_BASELINE ""
-#endif
 
 namespace am::bench {
 namespace {
@@ -147,11 +143,7 @@ void add_am_ratio(reporter& rep, const char* num, const char* den) {
 
 /// False when the baseline was wanted but could not be run.
 bool compare_with_mpi(const options& o, const plan& p, reporter& rep) {
-    if (!o.baseline) {
-        std::fprintf(stderr, "typed_rate: MPI baseline skipped (--no-baseline)\n");
-        return true;
-    }
-    if (!o.wants("alltoallv")) return true;
+    if (baseline_skipped(o) || !o.wants("alltoallv")) return true;
     int ranks = o.ranks;
     for (const result& r : rep.results()) {
         if (std::string_view(r.system) == "am") ranks = r.ranks;  // the mpi transport's size
@@ -159,7 +151,7 @@ bool compare_with_mpi(const options& o, const plan& p, reporter& rep) {
     const std::vector<std::string> args = {"--bench",    bench_name,
                                            "--reps",     std::to_string(o.reps),
                                            "--messages", std::to_string(p.messages)};
-    if (!typed::run_typed_baseline(o, AM_BENCH_MPI_TYPED_BASELINE, ranks, "alltoallv", args, rep)) {
+    if (!run_mpi_program(o, mpi_program::typed, "alltoallv", args, rep, ranks, o.pin != 0)) {
         return false;
     }
     for (const char* op : {"coalesced", "uncoalesced"}) {
@@ -168,33 +160,18 @@ bool compare_with_mpi(const options& o, const plan& p, reporter& rep) {
     return true;
 }
 
+constexpr const char* about = R"(Aggregate rate of 16-byte typed messages to uniformly random
+ranks (self included): am::coalesce (op coalesced), message_type::send (op uncoalesced), and the
+MPI baseline: MPI_Alltoall + MPI_Alltoallv of the same records (op alltoallv).)";
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    typed::arg_split a(argc, argv);
-    const typed::extra_options x = typed::take_extra_options(a, false);
-    std::vector<char*> rest = a.rest();
-    options o =
-        parse_options(static_cast<int>(rest.size()) - 1, rest.data(),
-                      "Aggregate rate of 16-byte typed messages to uniformly random ranks (self\n"
-                      "included): am::coalesce (op coalesced), message_type::send (op\n"
-                      "uncoalesced), and the MPI baseline: MPI_Alltoall + MPI_Alltoallv of\n"
-                      "the same records (op alltoallv).\n"
-                      "typed_rate options:\n"
-                      "  --messages N         records per rank per repetition, "
-                      "coalesced and MPI (default 8M; --quick 16K)\n"
-                      "  --uncoalesced-messages N  the same for op uncoalesced "
-                      "(default messages/16)\n"
-                      "  --coalesce-bytes B   per-destination buffer (default 16K)\n"
-                      "  --quick              smoke run: 16K records, 3 repetitions\n"
-                      "  --ops coalesced,uncoalesced,alltoallv  subset to run");
-    o.args = a.all();  // the mpi transport starts the program again with every option
-    o.bench = bench_name;
-    allow_mpi_transport(o);
-    const bool reps_given = std::find(o.args.begin(), o.args.end(), "--reps") != o.args.end();
-    if (x.quick && !reps_given) o.reps = 3;
+    typed::extra_options x;
+    options o = bench_options(argc, argv, bench_name, about, typed::extra_table(x, false), true);
+    if (x.quick && !given(o, "--reps")) o.reps = 3;
     plan p{};
     p.messages = x.messages != 0 ? x.messages
                  : x.quick       ? std::uint64_t{16} << 10
@@ -203,17 +180,14 @@ int main(int argc, char** argv) {
         x.uncoalesced != 0 ? x.uncoalesced : std::max<std::uint64_t>(1, p.messages / 16);
     p.coalesce_bytes = x.coalesce_bytes;
 
-    bool baseline_ok = true;
-    const int status =
-        run_rounds(o, o.json ? output::json : output::table, [&](reporter& rep, bool& reporting) {
-            const int st = run_am_job(
-                o, {.hop = false},
-                [&p](am::context& ctx, rank_env& env) { rank_main(ctx, env, p); }, rep, reporting);
-            if (reporting && st == 0) {
-                add_am_ratio(rep, "coalesced", "uncoalesced");
-                baseline_ok = compare_with_mpi(o, p, rep) && baseline_ok;
-            }
-            return st;
-        });
-    return status != 0 ? status : baseline_ok ? 0 : no_baseline_status;
+    return bench_main(o, {[&](reporter& rep, bool& reporting) {
+                              return run_am_job(
+                                  o, {.hop = false},
+                                  [&p](am::context& ctx, rank_env& env) { rank_main(ctx, env, p); },
+                                  rep, reporting);
+                          },
+                          [&](reporter& rep) {
+                              add_am_ratio(rep, "coalesced", "uncoalesced");
+                              return compare_with_mpi(o, p, rep);
+                          }});
 }

@@ -308,18 +308,17 @@ result point_result(const std::string& bench, const ucx_point& p, const point_va
 
 }  // namespace
 
-const char* ucx_op(ucx_test t) {
-    return t == ucx_test::am_lat ? "ucp_am_lat" : "ucp_am_bw";
+void add_ucx_points(std::vector<ucx_point>& points, const options& o, ucx_test test,
+                    const std::vector<std::size_t>& sizes, const work_plan& plan,
+                    const std::string& metric) {
+    for (std::size_t s : sizes) {
+        const std::uint64_t n = iters_for(o, plan, s);
+        points.push_back({test, s, n, warmup_for(o, n), metric});
+    }
 }
 
-std::vector<std::size_t> am_sizes(const reporter& rep, const char* metric) {
-    std::vector<std::size_t> v;
-    for (const result& r : rep.results()) {
-        if (std::string_view(r.system) != "am" || std::string_view(r.metric) != metric) continue;
-        if (std::find(v.begin(), v.end(), r.bytes) == v.end()) v.push_back(r.bytes);
-    }
-    std::sort(v.begin(), v.end());
-    return v;
+const char* ucx_op(ucx_test t) {
+    return t == ucx_test::am_lat ? "ucp_am_lat" : "ucp_am_bw";
 }
 
 ucx_baseline::ucx_baseline(const options& o, std::string bench)

@@ -32,11 +32,11 @@
 //
 // Ranks beyond the cores oversubscribe them: ranks then neither pin nor busy-poll, and times
 // measure the scheduler as much as the runtime (docs/scaling.md says how to read them).
-#include "common/am_harness.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/sys.hpp"
-#include "common/typed_bench.hpp"
+#include "lib/am_harness.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
+#include "typed/typed_bench.hpp"
 
 #include <am/am.hpp>
 
@@ -254,36 +254,24 @@ void rank_main(am::context& ctx, rank_env& env, const plan& p) {
     }
 }
 
+constexpr const char* about = R"(Scaling of the typed layer with the rank count: time of an empty
+epoch (general and depth-0 detectors) and of ctx.barrier(), core messages and bytes per rank per
+epoch, an all-to-all epoch through one coalescing layer, and memory per rank.
+scaling: --ranks a,b,... (default 64,128,256,512,1024; --quick 4,8);
+--iters K per repetition (default: calibrated to --min-ms, default 200); --coalesce-bytes B of the
+all-to-all (default: the library's); --quick: ranks 4,8, K = 20, 3 repetitions; --ops:
+alltoall_routed, alltoall, epoch_general, epoch_depth0, am_barrier; --transport: threads
+(default), shm or mpi (mpirun --oversubscribe).)";
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    typed::arg_split a(argc, argv);
-    const bool coalesce_given =
-        std::find(a.all().begin(), a.all().end(), "--coalesce-bytes") != a.all().end();
-    const typed::extra_options x = typed::take_extra_options(a, true);
-    std::vector<char*> rest = a.rest();
-    options o = parse_options(
-        static_cast<int>(rest.size()) - 1, rest.data(),
-        "Scaling of the typed layer with the rank count: time of an empty epoch (general and\n"
-        "depth-0 detectors) and of ctx.barrier(), core messages and bytes per rank per epoch,\n"
-        "an all-to-all epoch through one coalescing layer, and memory per rank.\n"
-        "scaling options:\n"
-        "  --ranks a,b,...      rank counts (default 64,128,256,512,1024; --quick 4,8)\n"
-        "  --iters K            operations per repetition (default: calibrated)\n"
-        "  --min-ms T           calibrate K so that a repetition lasts >= T ms (default 200)\n"
-        "  --coalesce-bytes B   per-destination buffer of the all-to-all (default: the\n"
-        "                       library's default: 16 KiB, less beyond 512 ranks)\n"
-        "  --quick              smoke run: ranks 4,8, K = 20, 3 repetitions\n"
-        "  --ops a,b,...        alltoall_routed, alltoall (each with its memory figures),\n"
-        "                       epoch_general, epoch_depth0, am_barrier\n"
-        "  --transport T        threads (default), shm or mpi (mpirun --oversubscribe)");
-    o.bench = bench_name;
-    allow_mpi_transport(o);
+    typed::extra_options x;
+    options o = bench_options(argc, argv, bench_name, about, typed::extra_table(x, true), true);
     if (!o.transport_given && o.transport != "mpi") o.transport = "threads";
-    const bool reps_given = std::find(a.all().begin(), a.all().end(), "--reps") != a.all().end();
-    if (!reps_given) o.reps = x.quick ? 3 : 5;
+    if (!given(o, "--reps")) o.reps = x.quick ? 3 : 5;
     o.baseline = false;  // no MPI baseline: the MPI side is the mpi transport itself
 
     plan p;
@@ -292,27 +280,15 @@ int main(int argc, char** argv) {
                                               : std::vector<int>{64, 128, 256, 512, 1024};
     p.iters = o.iters != 0 ? o.iters : x.quick ? 20 : 0;
     p.target = x.min_seconds > 0 ? x.min_seconds : 0.2;
-    p.coalesce = coalesce_given ? x.coalesce_bytes : 0;
+    p.coalesce = given(o, "--coalesce-bytes") ? x.coalesce_bytes : 0;
     if (o.mpi_child || std::getenv("AM_SHM_NAME") != nullptr ||
         (o.transport == "mpi" && am::launched_by_mpi())) {
         ranks.resize(1);  // one job, whose size the launcher chose
     }
 
-    std::vector<std::string> base_args;
-    {
-        std::vector<char*> r = a.rest();
-        for (std::size_t i = 1; i + 1 < r.size(); ++i) base_args.emplace_back(r[i]);
-        if (x.min_seconds > 0) {
-            base_args.insert(
-                base_args.end(),
-                {"--min-ms", std::to_string(static_cast<long long>(x.min_seconds * 1e3 + 0.5))});
-        }
-        if (coalesce_given) {
-            base_args.insert(base_args.end(),
-                             {"--coalesce-bytes", std::to_string(x.coalesce_bytes)});
-        }
-        if (x.quick) base_args.emplace_back("--quick");
-    }
+    // The options of one job (the mpi transport starts the program again with them): those
+    // given, then --transport and --ranks of the job, which win.
+    const std::vector<std::string> base_args = o.args;
 
     return run_rounds(
         o, o.json ? output::json : output::table, [&](reporter& rep, bool& reporting) {

@@ -21,12 +21,12 @@
 // The am side runs on shm and threads unless --transport names one (mpi: optional). Ranks:
 // --ranks list, default 2,4,8; --full: 2,4,8,16,32,64 (64 ranks oversubscribe small machines
 // heavily: ranks are then neither pinned nor busy-polling, as in the other programs).
-#include "common/am_harness.hpp"
-#include "common/baseline.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/sys.hpp"
-#include "common/typed_bench.hpp"
+#include "lib/am_harness.hpp"
+#include "lib/baseline.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
+#include "typed/typed_bench.hpp"
 
 #include <am/am.hpp>
 
@@ -36,10 +36,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#ifndef AM_BENCH_MPI_TYPED_BASELINE
-#define AM_BENCH_MPI_TYPED_BASELINE ""
-#endif
 
 namespace am::bench {
 namespace {
@@ -157,7 +153,7 @@ bool compare_with_mpi(const options& o, const plan& p, int ranks, reporter& part
         for (const std::string& op : o.ops) ops += (ops.empty() ? "" : ",") + op;
         args.insert(args.end(), {"--ops", ops});
     }
-    if (!typed::run_typed_baseline(o, AM_BENCH_MPI_TYPED_BASELINE, ranks, "barrier", args, part)) {
+    if (!run_mpi_program(o, mpi_program::typed, "barrier", args, part, ranks, o.pin != 0)) {
         return false;
     }
     for (const char* op : am_ops) {
@@ -168,31 +164,20 @@ bool compare_with_mpi(const options& o, const plan& p, int ranks, reporter& part
     return true;
 }
 
+constexpr const char* about = R"(Cost of an empty am::epoch (general and depth-0 detectors,
+end(value)) and of ctx.barrier(), against MPI_Barrier and MPI_Allreduce at the same rank count.
+--iters K: operations per repetition (default: calibrated); --ops: epoch_general, epoch_depth0,
+epoch_end_value, am_barrier, mpi_barrier, mpi_allreduce; --transport: only this am transport
+(default: shm, then threads).)";
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    typed::arg_split a(argc, argv);
-    const typed::extra_options x = typed::take_extra_options(a, true);
-    std::vector<char*> rest = a.rest();
-    options o = parse_options(
-        static_cast<int>(rest.size()) - 1, rest.data(),
-        "Cost of an empty am::epoch (general and depth-0 detectors, end(value)) and of\n"
-        "ctx.barrier(), against MPI_Barrier and MPI_Allreduce at the same rank count.\n"
-        "epoch_overhead options:\n"
-        "  --ranks a,b,...      rank counts (default 2,4,8; --full 2,4,8,16,32,64)\n"
-        "  --full               every rank count up to 64 (oversubscribes small machines)\n"
-        "  --iters K            operations per repetition (default: calibrated)\n"
-        "  --min-ms T           calibrate K so that a repetition lasts >= T ms (default 20)\n"
-        "  --quick              smoke run: 2 ranks, K = 200, 3 repetitions\n"
-        "  --ops a,b,...        epoch_general, epoch_depth0, epoch_end_value, am_barrier,\n"
-        "                       mpi_barrier, mpi_allreduce\n"
-        "  --transport T        only this am transport (default: shm, then threads)");
-    o.bench = bench_name;
-    allow_mpi_transport(o);
-    const bool reps_given = std::find(a.all().begin(), a.all().end(), "--reps") != a.all().end();
-    if (x.quick && !reps_given) o.reps = 3;
+    typed::extra_options x;
+    options o = bench_options(argc, argv, bench_name, about, typed::extra_table(x, true), true);
+    if (x.quick && !given(o, "--reps")) o.reps = 3;
 
     plan p{};
     p.ranks = !x.ranks.empty() ? x.ranks
@@ -210,18 +195,9 @@ int main(int argc, char** argv) {
         p.ranks.resize(1);  // one job, whose size the launcher chose
     }
 
-    // The options of one am job; the mpi transport starts the program again with them.
-    std::vector<std::string> base_args;
-    {
-        std::vector<char*> r = a.rest();
-        for (std::size_t i = 1; i + 1 < r.size(); ++i) base_args.emplace_back(r[i]);
-        if (x.min_seconds > 0) {
-            base_args.insert(
-                base_args.end(),
-                {"--min-ms", std::to_string(static_cast<long long>(x.min_seconds * 1e3 + 0.5))});
-        }
-        if (x.quick) base_args.emplace_back("--quick");
-    }
+    // The options of one am job (the mpi transport starts the program again with them):
+    // those given, then --transport and --ranks of the job, which win.
+    const std::vector<std::string> base_args = o.args;
 
     bool baseline_ok = true;
     bool said_skip = false;

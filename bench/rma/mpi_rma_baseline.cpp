@@ -20,12 +20,13 @@
 //                   One-way: half the round trip, i.e. until the target has seen its flag.
 // bw:  per size and op, windows of `window` operations then one MPI_Win_flush; GB/s:
 //        put_flush, get_flush as above, `window` operations per flush.
-// Work per repetition as the am side (bench/common/options.hpp: latency_plan, bandwidth_plan,
+// Work per repetition as the am side (bench/lib/options.hpp: latency_plan, bandwidth_plan,
 // windows_for). --ops put_flush,get_flush,put_flag selects ops (default: all of the mode).
-#include "common/mpi_hop.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/sys.hpp"
+#include "lib/mpi_hop.hpp"
+#include "lib/mpi_main.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
 
 #include <mpi.h>
 
@@ -237,25 +238,11 @@ int run(const options& o, int rank) {
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    MPI_Init(&argc, &argv);
-    int rank = 0, size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    options o = parse_options(argc, argv,
-                              "MPI RMA baseline of rma_lat / rma_bw. Positional mode: lat or bw. "
-                              "Run with exactly 2 MPI ranks.");
-    if (o.mode != "lat" && o.mode != "bw") {
-        if (rank == 0) std::fprintf(stderr, "mpi_rma_baseline: mode must be lat or bw\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    if (size != 2) {
-        if (rank == 0) {
-            std::fprintf(stderr, "mpi_rma_baseline: needs exactly 2 ranks, got %d\n", size);
-        }
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    if (o.sizes.empty()) o.sizes = sizes_for(o, 8, 4 << 20);
-    const int status = run(o, rank);
-    MPI_Finalize();
-    return status;
+    return mpi_baseline_main(argc, argv, "mpi_rma_baseline",
+                             "MPI RMA baseline of rma_lat / rma_bw. Positional mode: lat or bw. "
+                             "Run with exactly 2 MPI ranks.",
+                             {"lat", "bw"}, 2, [](options& o, int rank, int) {
+                                 if (o.sizes.empty()) o.sizes = sizes_for(o, 8, 4 << 20);
+                                 return run(o, rank);
+                             });
 }

@@ -22,6 +22,9 @@
 #ifndef AM_BENCH_MPI_RMA_BASELINE
 #define AM_BENCH_MPI_RMA_BASELINE ""
 #endif
+#ifndef AM_BENCH_MPI_TYPED_BASELINE
+#define AM_BENCH_MPI_TYPED_BASELINE ""
+#endif
 #ifndef AM_BENCH_MPIEXEC
 #define AM_BENCH_MPIEXEC "mpirun"
 #endif
@@ -37,13 +40,31 @@ bool is_file(const std::string& p) {
 }
 
 const char* program_name(mpi_program p) {
-    return p == mpi_program::rma ? "mpi_rma_baseline" : "mpi_baseline";
+    switch (p) {
+        case mpi_program::rma:
+            return "mpi_rma_baseline";
+        case mpi_program::typed:
+            return "mpi_typed_baseline";
+        default:
+            return "mpi_baseline";
+    }
+}
+
+// Where the build put the program ("" without MPI).
+const char* built_path(mpi_program p) {
+    switch (p) {
+        case mpi_program::rma:
+            return AM_BENCH_MPI_RMA_BASELINE;
+        case mpi_program::typed:
+            return AM_BENCH_MPI_TYPED_BASELINE;
+        default:
+            return AM_BENCH_MPI_BASELINE;
+    }
 }
 
 // The program's path: where the build put it, else next to this executable.
 std::string program_path(mpi_program p) {
-    const std::string built =
-        p == mpi_program::rma ? AM_BENCH_MPI_RMA_BASELINE : AM_BENCH_MPI_BASELINE;
+    const std::string built = built_path(p);
     if (built.empty()) return {};
     if (is_file(built)) return built;
     std::string dir = self_path();
@@ -133,7 +154,7 @@ bool run_mpi_baseline(const options& o, const std::string& mode,
 }
 
 bool run_mpi_program(const options& o, mpi_program program, const std::string& mode,
-                     const std::vector<std::string>& args, reporter& rep) {
+                     const std::vector<std::string>& args, reporter& rep, int ranks, bool bind) {
     const std::string exe = program_path(program);
     if (exe.empty()) {
         static bool said = false;  // once per process, not once per round
@@ -146,7 +167,7 @@ bool run_mpi_program(const options& o, mpi_program program, const std::string& m
         said = true;
         return false;
     }
-    std::vector<std::string> argv = mpirun_command(o, 2, true);
+    std::vector<std::string> argv = mpirun_command(o, ranks, bind);
     argv.push_back(exe);
     argv.push_back(mode);
     argv.insert(argv.end(), args.begin(), args.end());
@@ -154,9 +175,9 @@ bool run_mpi_program(const options& o, mpi_program program, const std::string& m
     const child_outcome c = run_collecting(argv, {}, rep);
     if (c.status != 0 || c.results == 0) {
         std::fprintf(stderr,
-                     "bench: NO MPI BASELINE: '%s ... %s %s' failed (status %d, %d results); "
-                     "am figures are not compared\n",
-                     argv[0].c_str(), exe.c_str(), mode.c_str(), c.status, c.results);
+                     "bench: NO MPI BASELINE: '%s -n %d ... %s %s' failed (status %d, %d "
+                     "results); am figures are not compared\n",
+                     argv[0].c_str(), ranks, exe.c_str(), mode.c_str(), c.status, c.results);
         return false;
     }
     return true;

@@ -25,9 +25,9 @@
 // types happen once. The library's defaults are used throughout (ring sizes by rank count,
 // default coalescing buffers and routing group, no pinning): this measures what a program
 // that just asks for N thread ranks gets. Ranks beyond the cores oversubscribe them.
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/typed_bench.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "typed/typed_bench.hpp"
 
 #include <am/am.hpp>
 
@@ -216,28 +216,23 @@ int run_one(const plan& p, int ranks) {
     return 0;
 }
 
+constexpr const char* about = R"(Start-up, barrier, an empty epoch and one routed and one direct
+messaging epoch on many thread ranks: wall time, CPU time of the process and peak resident memory.
+thread_scale options: --ranks a,b,... rank counts, each in a child process (default 64,256,1024)
+--messages K values each rank sends per messaging epoch (default 4) --reps R repetitions of
+barrier and the epochs (default 1) --ops a,b,... barrier, epoch_empty, types, epoch_routed,
+epoch_direct (startup always))";
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    typed::arg_split a(argc, argv);
-    const typed::extra_options x = typed::take_extra_options(a, true);
-    std::vector<char*> rest = a.rest();
-    options o = parse_options(
-        static_cast<int>(rest.size()) - 1, rest.data(),
-        "Start-up, barrier, an empty epoch and one routed and one direct messaging epoch on\n"
-        "many thread ranks: wall time, CPU time of the process and peak resident memory.\n"
-        "thread_scale options:\n"
-        "  --ranks a,b,...   rank counts, each in a child process (default 64,256,1024)\n"
-        "  --messages K      values each rank sends per messaging epoch (default 4)\n"
-        "  --reps R          repetitions of barrier and the epochs (default 1)\n"
-        "  --ops a,b,...     barrier, epoch_empty, types, epoch_routed, epoch_direct\n"
-        "                    (startup always)");
-    const bool reps_given = std::find(a.all().begin(), a.all().end(), "--reps") != a.all().end();
+    typed::extra_options x;
+    options o = parse_options(argc, argv, about, typed::extra_table(x, true));
     plan p;
     p.o = &o;
-    p.reps = reps_given ? o.reps : 1;
+    p.reps = given(o, "--reps") ? o.reps : 1;
     if (x.messages != 0) p.messages = x.messages;
     const std::vector<int> ranks = x.ranks.empty() ? std::vector<int>{64, 256, 1024} : x.ranks;
     int status = 0;

@@ -5,7 +5,7 @@
 //
 //   rma_lat [--json] [--transport shm|threads] [--rma auto|am|both] [--sizes 8,1M] ...
 //
-// Each rank exposes a page-aligned window in its segment (common/rma_ranks.hpp). Rank 0 is the
+// Each rank exposes a page-aligned window in its segment (rma/rma_ranks.hpp). Rank 0 is the
 // origin; rank 1 polls (busy) until rank 0 says the point is over. Ops, each timed over
 // `iters` operations per repetition, each operation complete before the next starts:
 //
@@ -27,12 +27,12 @@
 // (direct copies where the target's segment is mapped: threads, shm), with "_am" appended for
 // rma_path::am (put = long request + acknowledgement, get = request answered by the data).
 // Ratios am/mpi (latency_ratio) pair every am op, on both paths, with its MPI op.
-#include "common/am_harness.hpp"
-#include "common/baseline.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/rma_ranks.hpp"
-#include "common/sys.hpp"
+#include "lib/am_harness.hpp"
+#include "lib/baseline.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
+#include "rma/rma_ranks.hpp"
 
 #include <am/am.hpp>
 
@@ -173,16 +173,12 @@ bool compare_with_mpi(const options& o, reporter& rep) {
             if (op == am_op || op == rma_op(am_op, am::rma_path::am)) add(mpi_ops, mpi_op);
         }
     }
-    if (!o.baseline) {
-        std::fprintf(stderr, "rma_lat: MPI baseline skipped (--no-baseline)\n");
-        return true;
-    }
-    if (sizes.empty()) return true;
+    if (baseline_skipped(o) || sizes.empty()) return true;
     std::sort(sizes.begin(), sizes.end());
     std::string ops;
     for (const std::string& op : mpi_ops) ops += (ops.empty() ? "" : ",") + op;
-    std::vector<std::string> args = forwarded_options(o);
-    args.insert(args.end(), {"--bench", bench_name, "--sizes", join_sizes(sizes), "--ops", ops});
+    std::vector<std::string> args = baseline_args(o, sizes);
+    args.insert(args.end(), {"--ops", ops});
     if (!run_mpi_program(o, mpi_program::rma, "lat", args, rep)) return false;
     for (const am::rma_path path : {am::rma_path::automatic, am::rma_path::am}) {
         for (const auto& [am_op, mpi_op] : mpi_op_of) {
@@ -192,23 +188,19 @@ bool compare_with_mpi(const options& o, reporter& rep) {
     return true;
 }
 
+int run_round(const options& o, reporter& rep, bool& reporting) {
+    return run_rma_jobs(o, rank_main, rep, reporting);
+}
+
+constexpr const char* about = R"(Latency of one completed put / get (Split-C global memory), 8 B -
+4 MiB, on the direct and the active-message path, and the MPI_Put/MPI_Get + MPI_Win_flush
+baseline.
+ops (--ops): get, put, put_flag, get_blocking, put_blocking (default all).)";
+
 }  // namespace
 }  // namespace am::bench
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    options o = parse_options(
-        argc, argv,
-        "Latency of one completed put / get (Split-C global memory), 8 B - 4 MiB, on the "
-        "direct and the active-message path, and the MPI_Put/MPI_Get + MPI_Win_flush baseline.\n"
-        "ops (--ops): get, put, put_flag, get_blocking, put_blocking (default all).");
-    o.bench = bench_name;
-    bool baseline_ok = true;
-    const int status =
-        run_rounds(o, o.json ? output::json : output::table, [&](reporter& rep, bool& reporting) {
-            const int st = run_rma_jobs(o, rank_main, rep, reporting);
-            if (reporting && st == 0) baseline_ok = compare_with_mpi(o, rep) && baseline_ok;
-            return st;
-        });
-    return status != 0 ? status : baseline_ok ? 0 : no_baseline_status;
+    return bench_main(argc, argv, bench_program{bench_name, about, run_round, compare_with_mpi});
 }

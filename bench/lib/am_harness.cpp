@@ -419,4 +419,48 @@ int run_rounds(const options& o, output mode, const round_fn& round,
     return 0;
 }
 
+options bench_options(int argc, char** argv, const char* name, const char* summary,
+                      std::span<const option_spec> extra, bool mpi_ok) {
+    options o = parse_options(argc, argv, summary, extra);
+    o.bench = name;
+    if (mpi_ok) allow_mpi_transport(o);
+    return o;
+}
+
+int bench_main(const options& o, const round_parts& parts, output mode,
+               std::vector<std::vector<result>>* kept) {
+    bool baseline_ok = true;
+    auto round = [&](reporter& rep, bool& reporting) {
+        const int st = parts.am(rep, reporting);
+        if (reporting && st == 0 && parts.baselines) {
+            baseline_ok = parts.baselines(rep) && baseline_ok;
+        }
+        return st;
+    };
+    const int status = run_rounds(o, mode, round, kept);
+    return status != 0 ? status : baseline_ok ? 0 : no_baseline_status;
+}
+
+int bench_main(const options& o, const round_parts& parts) {
+    return bench_main(o, parts, o.json ? output::json : output::table);
+}
+
+int bench_main(int argc, char** argv, const bench_program& p) {
+    const options o = bench_options(argc, argv, p.name, p.summary);
+    return bench_main(o, {[&](reporter& rep, bool& reporting) { return p.am(o, rep, reporting); },
+                          [&](reporter& rep) { return p.baselines(o, rep); }});
+}
+
+bool baseline_skipped(const options& o) {
+    if (o.baseline) return false;
+    std::fprintf(stderr, "%s: MPI baseline skipped (--no-baseline)\n", o.bench.c_str());
+    return true;
+}
+
+std::vector<std::string> baseline_args(const options& o, const std::vector<std::size_t>& sizes) {
+    std::vector<std::string> args = forwarded_options(o);
+    args.insert(args.end(), {"--bench", o.bench, "--sizes", join_sizes(sizes)});
+    return args;
+}
+
 }  // namespace am::bench

@@ -235,4 +235,15 @@ void reporter::print_table(std::FILE* out) const {
     std::fflush(out);
 }
 
+std::vector<std::size_t> am_sizes(const reporter& rep, std::string_view metric) {
+    std::vector<std::size_t> v;
+    for (const result& r : rep.results()) {
+        if (std::string_view(r.system) != "am") continue;
+        if (!metric.empty() && std::string_view(r.metric) != metric) continue;
+        if (std::find(v.begin(), v.end(), r.bytes) == v.end()) v.push_back(r.bytes);
+    }
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
 }  // namespace am::bench

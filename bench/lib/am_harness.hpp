@@ -135,4 +135,46 @@ using round_fn = std::function<int(reporter& rep, bool& reporting)>;
 int run_rounds(const options& o, output mode, const round_fn& round,
                std::vector<std::vector<result>>* kept = nullptr);
 
+/// One round of a program as `bench_main` runs it: the am side (`run_am_job`, `run_rma_jobs`),
+/// returning its status, then, when it succeeded in the reporting process, the baselines,
+/// false when a wanted one could not run (the ratios too).
+struct round_parts {
+    std::function<int(reporter& rep, bool& reporting)> am;
+    std::function<bool(reporter& rep)> baselines;
+};
+
+/// The options of program `name` (its "bench" key and the name in its messages): the shared
+/// table extended by `extra`; `mpi_ok`: it supports --transport mpi (`allow_mpi_transport`).
+options bench_options(int argc, char** argv, const char* name, const char* summary,
+                      std::span<const option_spec> extra = {}, bool mpi_ok = false);
+
+/// The rest of every bench main: `o.rounds` rounds of `parts` (`run_rounds`, JSON with
+/// --json) and the exit status: the am side's when it failed, else `no_baseline_status` when
+/// a wanted baseline could not run, else 0. Results printed in `mode`, per-round results kept
+/// in `kept` if given (as `run_rounds` does).
+int bench_main(const options& o, const round_parts& parts, output mode,
+               std::vector<std::vector<result>>* kept = nullptr);
+/// `bench_main` with output JSON lines (--json) or a table.
+int bench_main(const options& o, const round_parts& parts);
+
+/// A program without options of its own, as `bench_main` runs it.
+struct bench_program {
+    const char* name;     ///< its "bench" key and the name in its messages
+    const char* summary;  ///< what --help says it measures
+    /// The am side of one round (`run_am_job`, `run_rma_jobs`); returns its status.
+    std::function<int(const options& o, reporter& rep, bool& reporting)> am;
+    /// Its baselines, once the am side succeeded; false when a wanted one could not run.
+    std::function<bool(const options& o, reporter& rep)> baselines;
+};
+
+/// The whole main of such a program: `bench_options`, then `bench_main` of its parts.
+int bench_main(int argc, char** argv, const bench_program& p);
+
+/// True, after saying so on stderr, when --no-baseline asked to skip the MPI baseline.
+bool baseline_skipped(const options& o);
+
+/// The arguments of an MPI baseline child that measures `sizes` for `o.bench`:
+/// `forwarded_options`, --bench and --sizes.
+std::vector<std::string> baseline_args(const options& o, const std::vector<std::size_t>& sizes);
+
 }  // namespace am::bench

@@ -10,10 +10,10 @@
 //            build/bench/am_roundtrip_count --iters 100000
 //   → Ir of the collected part / iterations = instructions per short-AM round trip.
 // bench/scripts/count_instructions.sh does that and prints the figure; see docs/performance.md.
-#include "common/am_harness.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/sys.hpp"
+#include "lib/am_harness.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
 
 #include <am/am.hpp>
 
@@ -85,10 +85,8 @@ int main(int argc, char** argv) {
                               "valgrind --tool=callgrind (see docs/performance.md). Default: "
                               "1 rank on the threads transport, pinging itself; --iters N "
                               "round trips (default 100000) after N/10+1 warm-up ones.");
-    if (std::find(argv, argv + argc, std::string_view("--ranks")) == argv + argc) o.ranks = 1;
-    if (std::find(argv, argv + argc, std::string_view("--transport")) == argv + argc) {
-        o.transport = "threads";
-    }
+    if (!given(o, "--ranks")) o.ranks = 1;
+    if (!given(o, "--transport")) o.transport = "threads";
     o.bench = "am_roundtrip_count";
     reporter rep(o.json ? output::json_only : output::table);
     bool reporting = false;

@@ -18,10 +18,11 @@
 // the shared-memory FIFO below); the program does not read the buffer afterwards. Senders
 // send their own constant buffer (the ping-pong's reply does not echo what arrived). The am
 // side's long messages match this: their receivers read every byte (am_pingpong).
-#include "common/mpi_hop.hpp"
-#include "common/options.hpp"
-#include "common/report.hpp"
-#include "common/sys.hpp"
+#include "lib/mpi_hop.hpp"
+#include "lib/mpi_main.hpp"
+#include "lib/options.hpp"
+#include "lib/report.hpp"
+#include "lib/sys.hpp"
 
 #include <mpi.h>
 
@@ -147,23 +148,12 @@ int run(const options& o, int rank) {
 
 int main(int argc, char** argv) {
     using namespace am::bench;
-    MPI_Init(&argc, &argv);
-    int rank = 0, size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    options o = parse_options(argc, argv,
-                              "MPI baseline of am_pingpong / am_flood. Positional mode: pingpong "
-                              "or flood. Run with exactly 2 MPI ranks.");
-    if (o.mode != "pingpong" && o.mode != "flood") {
-        if (rank == 0) std::fprintf(stderr, "mpi_baseline: mode must be pingpong or flood\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    if (size != 2) {
-        if (rank == 0) std::fprintf(stderr, "mpi_baseline: needs exactly 2 ranks, got %d\n", size);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    if (o.sizes.empty()) o.sizes = sizes_for(o, 8, o.mode == "flood" ? 64 << 10 : 4 << 20);
-    const int status = run(o, rank);
-    MPI_Finalize();
-    return status;
+    return mpi_baseline_main(
+        argc, argv, "mpi_baseline",
+        "MPI baseline of am_pingpong / am_flood. Positional mode: pingpong or flood. Run with "
+        "exactly 2 MPI ranks.",
+        {"pingpong", "flood"}, 2, [](options& o, int rank, int) {
+            if (o.sizes.empty()) o.sizes = sizes_for(o, 8, o.mode == "flood" ? 64 << 10 : 4 << 20);
+            return run(o, rank);
+        });
 }
