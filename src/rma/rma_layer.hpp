@@ -18,6 +18,9 @@
 
 namespace am::detail {
 
+// The shape of a put or get, as <am/detail/splitc.hpp> defines it for the layer's entry points.
+using splitc::detail::rma_shape;
+
 /// Counters by position, so a put can name the target's counter: the n-th live counter of
 /// every rank shares one identity.
 class counter_table {
