@@ -74,7 +74,7 @@ struct oam_fiber {
     std::uint64_t trace_source = 0;
     const char* trace_name = nullptr;
     // The current job: a handler (task) or a spawned function.
-    const oam_task* task = nullptr;
+    const oam_task* task = nullptr;  // stale after a handler ran: written before each job
     void (*run)(void*) = nullptr;
     void (*drop)(void*) = nullptr;
     void* arg = nullptr;

@@ -136,7 +136,7 @@ void run_task(oam_fiber* f, const oam_task& tk) {
 
 void run_job(oam_fiber* f) {
     try {
-        if (const oam_task* tk = std::exchange(f->task, nullptr)) {
+        if (const oam_task* tk = f->task) {  // set by every dispatch, cleared by start_job
             run_task(f, *tk);
         } else {
             void* arg = std::exchange(f->arg, nullptr);
@@ -284,7 +284,9 @@ void oam_sched::resume(oam_fiber* f) {
     // the alternate signal stack too, or an overflow dies without its message.
     oam_guard_install();
     f->st = oam_fiber::state::running;
-    f->tsan_back = tsan_current();
+#ifdef AM_OAM_TSAN
+    f->tsan_back = tsan_current();  // (without TSan: no store)
+#endif
     void* fake = nullptr;
     const fiber_hook* saved_hook = t_fiber_hook;
     t_fiber_hook = &f->hook;
@@ -407,6 +409,7 @@ void oam_sched::start_job(job* j) {
         j->drop(j->arg);
         throw;
     }
+    f->task = nullptr;
     f->run = j->run;
     f->drop = j->drop;
     f->arg = j->arg;
