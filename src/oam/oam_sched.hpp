@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The optimistic-handler layer of one rank: its fibers (a handler on a stack of its own,
-// switched with Boost.Context's fcontext), the queue of blocked handlers made runnable again,
-// and the RPC tables (calls in flight, remote functions by process-wide slot).
+// switched with Boost.Context's boost::context::fiber), the queue of blocked handlers made runnable
+// again, and the RPC tables (calls in flight, remote functions by process-wide slot).
 #pragma once
 
 #include <am/config.hpp>
@@ -10,6 +10,8 @@
 #include <am/core/layer.hpp>
 #include <am/oam.hpp>
 #include <am/rpc.hpp>
+
+#include <boost/context/fiber.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -40,6 +42,15 @@ struct oam_stack {
 std::size_t oam_stack_round(std::size_t usable) noexcept;
 oam_stack oam_stack_map(std::size_t usable, int rank);
 void oam_stack_unmap(oam_stack& s) noexcept;
+/// The StackAllocator (Boost.Context's concept) of a fiber built on a pooled stack with
+/// boost::context::preallocated: the pool owns the stack, so nothing is freed when the fiber
+/// ends; there is no allocate() (a preallocated fiber takes no stack from its allocator).
+struct oam_stack_keep {
+    boost::context::stack_context allocate() = delete;
+    void deallocate(boost::context::stack_context&) noexcept {}
+};
+/// Where a fiber on `s` starts: its record (Boost's) at the top, the frames below it.
+boost::context::preallocated oam_stack_preallocated(const oam_stack& s) noexcept;
 /// Installs (once per process) the SIGSEGV handler that names the handler whose stack overflowed,
 /// and an alternate signal stack for the calling thread (once per thread; a thread-local test
 /// after that, so every resumption calls it).
@@ -47,8 +58,12 @@ void oam_guard_install();
 
 struct oam_fiber {
     enum class state : std::uint8_t { idle, running, blocked, yielding, done };
-    void* ctx = nullptr;   // fcontext to resume it at
-    void* back = nullptr;  // fcontext of whoever resumed it (it returns there)
+    // Move-only handles of suspended contexts: `self` holds the fiber while it is switched
+    // out (empty while it runs), `back` whoever resumed it while it runs (it returns there).
+    // Neither is ever destroyed holding a context (~fiber would unwind it): the fiber loops
+    // forever and is abandoned with its stack (oam_sched::~oam_sched).
+    boost::context::fiber self;
+    boost::context::fiber back;
     oam_stack stack;
     oam_sched* sched = nullptr;
     int rank = 0;
@@ -59,7 +74,7 @@ struct oam_fiber {
     std::uint64_t trace_source = 0;
     const char* trace_name = nullptr;
     // The current job: a handler (task) or a spawned function.
-    const oam_task* task = nullptr;
+    const oam_task* task = nullptr;  // stale after a handler ran: written before each job
     void (*run)(void*) = nullptr;
     void (*drop)(void*) = nullptr;
     void* arg = nullptr;

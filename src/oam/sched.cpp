@@ -1,22 +1,29 @@
 // SPDX-License-Identifier: MIT
 // The scheduler of optimistic handlers: a handler runs at once on a pooled fiber (a stack of
-// its own, switched to with Boost.Context's fcontext); when it blocks it switches back and the
-// poller carries on; a woken fiber goes on the ready list, which the rank's polls run (the
-// core's deferred work). Switches are annotated for ASan and TSan.
+// its own, switched to with Boost.Context's boost::context::fiber); when it blocks it switches back
+// and the poller carries on; a woken fiber goes on the ready list, which the rank's polls run (the
+// core's deferred work). Switches are annotated for ASan and TSan here (Boost 1.74's fcontext
+// fiber calls no sanitizer hook itself).
+//
+// One boost::context::fiber per pooled stack, made once and never finished: its function loops,
+// running one job per turn, so a handler costs two switches (in and out; four if it blocks) and
+// no fiber record is built per message. A fiber is never destroyed holding a context (that
+// would throw forced_unwind through a blocked handler's frames): ~oam_sched abandons them.
 #include "oam_sched.hpp"
 
 #include "../util/assert.hpp"
 #include "../util/error.hpp"
 #include "../util/maybe_lock.hpp"
 
-#include <boost/context/detail/fcontext.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -29,7 +36,7 @@
 
 namespace am::detail {
 
-namespace bctx = boost::context::detail;
+namespace bctx = boost::context;
 
 namespace {
 
@@ -72,15 +79,27 @@ inline void tsan_destroy([[maybe_unused]] void* f) noexcept {
 #endif
 }
 
+// ------------------------------------------------------------------------ the switch
+
+/// Switches to the context held in `slot` (emptying it) and, once something switches back,
+/// puts that one's context into `slot`. The same as `slot = std::move(slot).resume()` without
+/// the move assignment's test of the old value (resume() left it empty; ~fiber, skipped here,
+/// would do nothing): a store, as the fcontext switch it replaces had (issue 34, counted with
+/// callgrind: the assignment cost 4 instructions a switch).
+inline void switch_to(bctx::fiber& slot) {
+    bctx::fiber from = std::move(slot).resume();
+    ::new (static_cast<void*>(&slot)) bctx::fiber(std::move(from));
+}
+
 // ------------------------------------------------------------------------ the fiber side
 
-/// Switches from fiber `f` back to whoever resumed it; returns when it is resumed again.
-void switch_out(oam_fiber* f) noexcept {
+/// Switches from fiber `f` back to whoever resumed it; returns when it is resumed again (by
+/// whoever resumes it then: `back` becomes that).
+void switch_out(oam_fiber* f) {
     asan_start(&f->fake_stack, f->back_bottom, f->back_size);
     tsan_switch(f->tsan_back);
-    const bctx::transfer_t t = bctx::jump_fcontext(f->back, f);
+    switch_to(f->back);
     asan_finish(f->fake_stack, &f->back_bottom, &f->back_size);
-    f->back = t.fctx;
 }
 
 /// Runs the handler of `tk` with its own copies of the arguments, the payload of a medium
@@ -115,9 +134,9 @@ void run_task(oam_fiber* f, const oam_task& tk) {
     fn(obj, *tok, args, payload, len);
 }
 
-void run_job(oam_fiber* f) noexcept {
+void run_job(oam_fiber* f) {
     try {
-        if (const oam_task* tk = std::exchange(f->task, nullptr)) {
+        if (const oam_task* tk = f->task) {  // set by every dispatch, cleared by start_job
             run_task(f, *tk);
         } else {
             void* arg = std::exchange(f->arg, nullptr);
@@ -128,20 +147,42 @@ void run_job(oam_fiber* f) noexcept {
             } d{f->drop, arg};
             f->run(arg);
         }
+    } catch (const bctx::detail::forced_unwind&) {
+        throw;  // Boost.Context's unwinding of a destroyed fiber must pass (its docs)
     } catch (...) {
         f->error = std::current_exception();
     }
 }
 
-void fiber_main(bctx::transfer_t t) {
-    auto* f = static_cast<oam_fiber*>(t.data);
-    f->back = t.fctx;
+/// The function of `f`'s fiber, entered on its first resumption by `caller`: one job per turn.
+bctx::fiber fiber_main(oam_fiber* f, bctx::fiber&& caller) {
+    f->back = std::move(caller);
     asan_finish(nullptr, &f->back_bottom, &f->back_size);
     for (;;) {
         run_job(f);
         f->st = oam_fiber::state::done;
         switch_out(f);
     }
+}
+
+/// The fiber of `f` on its pooled stack. Boost runs the fiber's entry on the new stack up to a
+/// first switch back: TSan is told, so that the entry's frame is on the new fiber's shadow
+/// stack (ASan needs no word: no frame of the poller's stack is left or entered).
+bctx::fiber make_fiber(oam_fiber* f) {
+    void* const cur = tsan_current();
+    tsan_switch(f->tsan_self);
+    bctx::fiber fb(std::allocator_arg, oam_stack_preallocated(f->stack), oam_stack_keep{},
+                   [f](bctx::fiber&& caller) { return fiber_main(f, std::move(caller)); });
+    tsan_switch(cur);
+    return fb;
+}
+
+/// Lets go of `fb` without unwinding it: ~fiber would resume it to throw forced_unwind through
+/// its frames, a blocked handler's after a failed job among them. Its record (on its stack,
+/// unmapped next) holds nothing to free.
+void abandon(bctx::fiber&& fb) noexcept {
+    alignas(bctx::fiber) std::byte grave[sizeof(bctx::fiber)];
+    ::new (static_cast<void*>(grave)) bctx::fiber(std::move(fb));
 }
 
 // The readable name of an optimistic handler (from its type_name), kept for the process's
@@ -188,13 +229,15 @@ oam_sched::oam_sched(context& ctx, const config& cfg)
 
 oam_sched::~oam_sched() {
     // After the final quiescence nothing is blocked unless the job failed; then blocked
-    // handlers are abandoned (their stacks unmapped, their frames never unwound).
+    // handlers are abandoned (their stacks unmapped, their frames never unwound), and so are
+    // the idle fibers, waiting in their loop.
     while (job* j = _jobs_head) {
         _jobs_head = j->next;
         j->drop(j->arg);
         delete j;
     }
     for (auto& f : _fibers) {
+        abandon(std::move(f->self));
         tsan_destroy(f->tsan_self);
         oam_stack_unmap(f->stack);
     }
@@ -218,10 +261,10 @@ oam_fiber* oam_sched::take_fiber() {
     oam_guard_install();
     auto f = std::make_unique<oam_fiber>();
     f->stack = oam_stack_map(_stack_bytes, _rank);
-    f->ctx = bctx::make_fcontext(f->stack.top(), f->stack.usable, &fiber_main);
     f->sched = this;
     f->rank = _rank;
     f->tsan_self = tsan_create();
+    f->self = make_fiber(f.get());
     f->hook = fiber_hook{&hook_yield, f.get()};
     oam_fiber* p = f.get();
     util::maybe_lock g(_m, _locking);
@@ -241,16 +284,17 @@ void oam_sched::resume(oam_fiber* f) {
     // the alternate signal stack too, or an overflow dies without its message.
     oam_guard_install();
     f->st = oam_fiber::state::running;
-    f->tsan_back = tsan_current();
+#ifdef AM_OAM_TSAN
+    f->tsan_back = tsan_current();  // (without TSan: no store)
+#endif
     void* fake = nullptr;
     const fiber_hook* saved_hook = t_fiber_hook;
     t_fiber_hook = &f->hook;
     asan_start(&fake, f->stack.bottom(), f->stack.usable);
     tsan_switch(f->tsan_self);
-    const bctx::transfer_t t = bctx::jump_fcontext(f->ctx, f);
+    switch_to(f->self);
     asan_finish(fake, nullptr, nullptr);
     t_fiber_hook = saved_hook;
-    f->ctx = t.fctx;
     after_switch(f);
 }
 
@@ -365,6 +409,7 @@ void oam_sched::start_job(job* j) {
         j->drop(j->arg);
         throw;
     }
+    f->task = nullptr;
     f->run = j->run;
     f->drop = j->drop;
     f->arg = j->arg;

@@ -164,6 +164,13 @@ void oam_stack_unmap(oam_stack& s) noexcept {
     s = {};
 }
 
+boost::context::preallocated oam_stack_preallocated(const oam_stack& s) noexcept {
+    boost::context::stack_context sc;
+    sc.sp = s.top();
+    sc.size = s.usable;
+    return boost::context::preallocated(s.top(), s.usable, sc);
+}
+
 void oam_guard_install() {
     thread_local bool installed = false;  // the fast path: every resumption passes here
     if (installed) return;
