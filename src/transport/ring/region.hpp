@@ -98,7 +98,7 @@ region_layout layout(const region_params& p);
 /// Writes the header into fresh, zero-filled memory of at least `layout(p).total` bytes.
 void initialize(std::byte* base, const region_params& p);
 
-/// Typed access to a region that has been initialised (by this or another process).
+/// Access to a region that has been initialised (by this or another process).
 class region {
   public:
     explicit region(std::byte* base);
