@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The core's interface to the layers built on it — rma (Split-C), msg (send/receive), typed
-// (AM++) and those to come. It is the only header of the core a layer includes; the build puts
-// nothing else of src/core on a layer's include path and refuses a layer source that includes
-// another private header (cmake/am_layers.cmake). Everything else a layer needs is the public
-// API (include/am): registering handlers, requests and replies, counters, waits.
-// docs/layers.md explains how to add a layer and the rules a layer follows.
+// The core's interface to the layers built on it; the library's six are listed in
+// src/runtime/layers.cpp (rma, msg, typed, window, oam, tam). It is the only header of the core
+// a layer includes: a layer's include path holds nothing else of src/core, and when the build
+// is configured cmake/am_check_includes.cmake refuses a layer source that includes a file
+// outside its folder and src/util. Everything else a layer needs is the public API
+// (include/am): registering handlers, requests and replies, counters, waits. How to add a
+// layer and the rules a layer follows: docs/layers.md, the one place for that recipe.
 //
 // Thread-safety: every call takes the rank's context and follows the context's rules (the
 // rank's own thread, or any thread with a progress thread / thread_multiple); "from a handler"
