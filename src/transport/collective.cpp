@@ -34,8 +34,8 @@ std::string rank_list(const std::vector<int>& ranks) {
 }  // namespace
 
 coll_names::coll_names() {
-    add(coll_barrier, {"a transport barrier", {}, false});
-    add(coll_start_of_run, {"the start of am::run", {}, false});
+    add(coll::barrier, {"a transport barrier", {}, false});
+    add(coll::start_of_run, {"the start of am::run", {}, false});
 }
 
 void coll_names::add(coll_kind kind, coll_name name) {

@@ -46,8 +46,10 @@ struct coll_kind {
 
 /// The transport's own kinds.
 inline constexpr std::uint8_t transport_layer = 0;
-inline constexpr coll_kind coll_barrier{transport_layer, 1};       // a transport barrier
-inline constexpr coll_kind coll_start_of_run{transport_layer, 2};  // a launched rank joins
+namespace coll {
+inline constexpr coll_kind barrier{transport_layer, 1};       // a transport barrier
+inline constexpr coll_kind start_of_run{transport_layer, 2};  // a launched rank joins
+}  // namespace coll
 
 /// How the errors name one kind of collective.
 struct coll_name {

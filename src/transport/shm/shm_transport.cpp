@@ -142,7 +142,7 @@ int run_rank(std::byte* base, int rank, std::uint64_t faults, const rank_body& b
     // closing barrier, which may poll once more after it was released, and would hand this
     // run's messages to the previous run's handlers. Nothing is in flight between runs (each
     // ends with quiescence), so this wait need not poll.
-    if (after_all_arrive) tp.barrier(coll_start_of_run, {});
+    if (after_all_arrive) tp.barrier(coll::start_of_run, {});
     return body(tp);
 }
 
