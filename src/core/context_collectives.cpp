@@ -24,15 +24,15 @@ void context_impl::poll_or_idle(unsigned& backoff) {
     }
 }
 
-void context_impl::barrier(transport::coll kind, const char* call) {
+void context_impl::barrier(transport::coll_kind kind, const char* call) {
     if (in_handler()) fail(errc::bad_context, call, _rank, "called from a handler");
     const trace_span span(trace(), trace_kind::wait,
                           static_cast<std::uint32_t>(trace_cause::barrier));
     check_tables(kind);
 }
 
-void context_impl::allgather(transport::coll kind, const void* in, void* out, std::size_t bytes,
-                             const char* call) {
+void context_impl::allgather(transport::coll_kind kind, const void* in, void* out,
+                             std::size_t bytes, const char* call) {
     if (in_handler()) fail(errc::bad_context, call, _rank, "called from a handler");
     if (bytes > _tp.max_gather_bytes()) {
         fail(errc::too_large, call, _rank,
@@ -42,8 +42,9 @@ void context_impl::allgather(transport::coll kind, const void* in, void* out, st
     _tp.allgather(kind, in, out, bytes, [this] { return poll(); }, {});
 }
 
-void context_impl::allreduce_sum(transport::coll kind, const std::uint64_t* in, std::uint64_t* out,
-                                 std::size_t n, const transport::idle_fn& idle, const char* call) {
+void context_impl::allreduce_sum(transport::coll_kind kind, const std::uint64_t* in,
+                                 std::uint64_t* out, std::size_t n, const transport::idle_fn& idle,
+                                 const char* call) {
     if (in_handler()) fail(errc::bad_context, call, _rank, "called from a handler");
     if (n > transport::transport::max_reduce_words) {
         fail(errc::too_large, call, _rank,
@@ -53,7 +54,7 @@ void context_impl::allreduce_sum(transport::coll kind, const std::uint64_t* in, 
     _tp.allreduce_sum(kind, in, out, n, idle);
 }
 
-void context_impl::check_tables(transport::coll kind) {
+void context_impl::check_tables(transport::coll_kind kind) {
     struct digest {
         std::uint64_t count, hash;
     };
@@ -124,7 +125,7 @@ std::vector<context_impl::entry_label> context_impl::gather_labels(std::uint32_t
     for (std::size_t at = 0; at == 0 || (differ && at < longest); at += piece_bytes) {
         piece p{digest, mine.size(), {}};
         if (at < mine.size()) mine.copy(p.text, piece_bytes, at);
-        _tp.allgather(transport::coll::handshake_report, &p, all.data(), sizeof p,
+        _tp.allgather(core_coll::handshake_report, &p, all.data(), sizeof p,
                       [this] { return poll(); }, {});
         for (std::size_t r = 0; r < all.size(); ++r) {
             labels[r].digest = all[r].digest;
@@ -139,7 +140,7 @@ std::vector<context_impl::entry_label> context_impl::gather_labels(std::uint32_t
     return labels;
 }
 
-void context_impl::quiesce(transport::coll kind) {
+void context_impl::quiesce(transport::coll_kind kind) {
     struct counts {
         std::uint64_t sent, received, pending;
     };

@@ -4,6 +4,7 @@
 // the progress thread in context_progress.cpp.
 #include "context_common.hpp"
 
+#include <algorithm>
 #include <string>
 #include <thread>
 
@@ -24,10 +25,37 @@ context_impl::context_impl(transport::transport& tp, const config& cfg)
     _trace_max_events =
         cfg.trace_max_events != 0 ? cfg.trace_max_events : trace_max_events_from_env();
     update_slow_path();
+    name_collectives();
     _saved_frame = t_frame;
     t_frame = frame_of(this, home_mark);
     // The progress thread is started by am::run once the model layers have registered their
     // handlers (start_progress_thread), so no message is dispatched before they exist.
+}
+
+void context_impl::name_collectives() {
+    transport::coll_names& names = _tp.collective_names();
+    names.add(core_coll::handshake, {"am::context::barrier", {}, false});
+    names.add(core_coll::handshake_report,
+              {"am::context::barrier (comparing differing handler tables)", {}, false});
+    names.add(core_coll::exchange, {"am::context::exchange", {}, true});
+    names.add(core_coll::quiesce, {"am::context::quiesce", {}, false});
+    names.add(core_coll::trace, {"am::context::trace_start / trace_stop", {}, false});
+}
+
+transport::coll_kind context_impl::add_layer_collective(const core::key& k, std::uint8_t id,
+                                                        const char* call) {
+    auto at = std::find(_coll_layers.begin(), _coll_layers.end(), &k);
+    if (at == _coll_layers.end()) at = _coll_layers.insert(at, &k);
+    const auto part = static_cast<std::size_t>(at - _coll_layers.begin()) + first_layer_coll_part;
+    if (part > 0xf || id > 0xf) {
+        fail(errc::invalid_argument, "am::core::add_collective", _rank,
+             std::string("collective ") + std::to_string(id) + " of layer " + k.name +
+                 ": at most 16 kinds per layer and " +
+                 std::to_string(0x10 - first_layer_coll_part) + " layers with collectives");
+    }
+    const transport::coll_kind kind{static_cast<std::uint8_t>(part), id};
+    _tp.collective_names().add(kind, {call, {}, false});
+    return kind;
 }
 
 context_impl::~context_impl() {

@@ -42,6 +42,25 @@ inline void bump(std::atomic<std::uint64_t>& a, std::uint64_t n = 1) noexcept {
 
 // t_frame, home_mark and frame_of: <am/core/frame.hpp>.
 
+/// The numbers of the parts of the library that start collectives (`transport::coll_kind::
+/// layer`): the transport's own kinds are part 0 (`transport::transport_layer`), the core's
+/// part 1, the runtime's part 2; the layers get 3, 4, … in the order they first add a kind
+/// (`core::add_collective`), which is the same on every rank.
+inline constexpr std::uint8_t core_coll_part = 1;
+inline constexpr std::uint8_t runtime_coll_part = 2;
+inline constexpr std::uint8_t first_layer_coll_part = 3;
+
+/// The core's collective kinds (named in the transport's `coll_names` by the context).
+namespace core_coll {
+inline constexpr transport::coll_kind handshake{core_coll_part, 1};         // context::barrier
+inline constexpr transport::coll_kind handshake_report{core_coll_part, 2};  // its tables differ
+inline constexpr transport::coll_kind exchange{core::context_exchange.layer,
+                                               core::context_exchange.id};
+inline constexpr transport::coll_kind quiesce{core_coll_part, 4};
+inline constexpr transport::coll_kind trace{core_coll_part, 5};  // trace_start / trace_stop
+static_assert(exchange.layer == core_coll_part && exchange.id == 3);
+}  // namespace core_coll
+
 class context_impl final : public transport::message_sink {
   public:
     context_impl(transport::transport& tp, const config& cfg);
@@ -80,16 +99,16 @@ class context_impl final : public transport::message_sink {
     [[gnu::always_inline]] inline void deliver_inline(int source, unsigned lane, std::byte* msg,
                                                       std::size_t len);
     friend struct dispatch_limits;
-    void barrier(transport::coll kind = transport::coll::handshake,
+    void barrier(transport::coll_kind kind = core_coll::handshake,
                  const char* call = "am::context::barrier");
     /// Collective exchange of `bytes` per rank (≤ the transport's gather limit); polls while
     /// it waits. Not callable from a handler. `kind` names the operation to the other ranks
-    /// (a rank in another collective fails the job, see transport::coll).
-    void allgather(transport::coll kind, const void* in, void* out, std::size_t bytes,
+    /// (a rank in another collective fails the job, see transport::coll_kind).
+    void allgather(transport::coll_kind kind, const void* in, void* out, std::size_t bytes,
                    const char* call);
     /// Element-wise sum over all ranks (≤ transport::max_reduce_words words), calling `idle`
     /// while it waits. Not callable from a handler.
-    void allreduce_sum(transport::coll kind, const std::uint64_t* in, std::uint64_t* out,
+    void allreduce_sum(transport::coll_kind kind, const std::uint64_t* in, std::uint64_t* out,
                        std::size_t n, const transport::idle_fn& idle, const char* call);
     /// Runs `f` while no handler runs on another thread of this rank (under the poll lock
     /// when a progress thread or several threads share the context). `f` must not send.
@@ -129,7 +148,10 @@ class context_impl final : public transport::message_sink {
     [[nodiscard]] bool locking() const noexcept { return _locking; }
     /// Returns when every message sent by any rank has been handled (collective): called by
     /// the program (`quiesce`) or by am::run once the rank function returned (`end_of_run`).
-    void quiesce(transport::coll kind = transport::coll::quiesce);
+    void quiesce(transport::coll_kind kind = core_coll::quiesce);
+    /// The kind of collective `id` of layer `k` (core::add_collective), named `call`.
+    transport::coll_kind add_layer_collective(const core::key& k, std::uint8_t id,
+                                              const char* call);
     void idle(unsigned& backoff);
     /// One round of a wait on the rank's own thread: a poll, and a back-off while it handles
     /// nothing (reset when it does).
@@ -212,7 +234,8 @@ class context_impl final : public transport::message_sink {
     void trace_pull(int from, trace_output& out);
     static void trace_chunk(void* obj, token& t, const std::uint64_t* args, std::byte* payload,
                             std::size_t len);
-    void check_tables(transport::coll kind);
+    void check_tables(transport::coll_kind kind);
+    void name_collectives();  // the core's kinds, in the transport's coll_names
     void check_thread_slow(const char* call) const;
     [[noreturn]] void report_mismatch(std::uint32_t max_count);
     struct entry_label {
@@ -279,6 +302,7 @@ class context_impl final : public transport::message_sink {
         core::layer* l = nullptr;
     };
     std::array<layer_slot, core::max_layers> _layers{};
+    std::vector<const core::key*> _coll_layers;  // layers by collective part number - 3
     unsigned _nlayers = 0;
 
     // Tracing: null when off, so each event site costs one load and a predicted branch. The

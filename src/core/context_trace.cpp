@@ -237,8 +237,7 @@ void context_impl::trace_start(std::string_view path, const char* call) {
         _trace_direct = t.direct;
     }
     std::vector<opening> all(static_cast<std::size_t>(_size));
-    _tp.allgather(transport::coll::trace, &mine, all.data(), sizeof mine, [this] { return poll(); },
-                  {});
+    _tp.allgather(core_coll::trace, &mine, all.data(), sizeof mine, [this] { return poll(); }, {});
     if (all[0].err != 0) {
         fail(errc::invalid_argument, call, _rank,
              "rank 0 cannot write the trace file '" + _trace_path +
@@ -255,8 +254,7 @@ void context_impl::trace_start(std::string_view path, const char* call) {
     // Returns once every rank records: a message sent after this call is traced where it runs.
     std::uint64_t on = 1;
     std::vector<std::uint64_t> ons(static_cast<std::size_t>(_size));
-    _tp.allgather(transport::coll::trace, &on, ons.data(), sizeof on, [this] { return poll(); },
-                  {});
+    _tp.allgather(core_coll::trace, &on, ons.data(), sizeof on, [this] { return poll(); }, {});
 }
 
 void context_impl::trace_stop(const char* call) {
@@ -281,7 +279,7 @@ void context_impl::trace_stop(const char* call) {
 void context_impl::trace_gather(tracer& t, const char* call) {
     const std::uint64_t dropped = t.dropped();
     std::vector<std::uint64_t> drops(static_cast<std::size_t>(_size));
-    _tp.allgather(transport::coll::trace, &dropped, drops.data(), sizeof dropped,
+    _tp.allgather(core_coll::trace, &dropped, drops.data(), sizeof dropped,
                   [this] { return poll(); }, {});
     tracer::json_cursor cursor(t, [this](std::uint32_t i) { return _table.cold(i).name; });
     if (_rank != 0) return trace_serve(cursor);

@@ -14,20 +14,8 @@ detail::context_impl& core_of(const context& ctx) noexcept {
     return *detail::access::impl(ctx);
 }
 
-transport::coll to_coll(collective kind) noexcept {
-    switch (kind) {
-        case collective::exchange:
-            return transport::coll::exchange;
-        case collective::epoch_end:
-            return transport::coll::epoch_end;
-        case collective::window_fence:
-            return transport::coll::window_fence;
-        case collective::window_free:
-            return transport::coll::window_free;
-        case collective::tam_run:
-            return transport::coll::tam_run;
-    }
-    return transport::coll::epoch_end;
+transport::coll_kind to_coll(collective kind) noexcept {
+    return {kind.layer, kind.id};
 }
 
 }  // namespace
@@ -98,6 +86,10 @@ void work_available(context& ctx, bool yes) noexcept {
     core_of(ctx).work_available(yes);
 }
 
+collective add_collective(context& ctx, const key& k, std::uint8_t id, const char* call) {
+    const transport::coll_kind kind = core_of(ctx).add_layer_collective(k, id, call);
+    return {kind.layer, kind.id};
+}
 void barrier(context& ctx, collective kind, const char* call) {
     core_of(ctx).check_thread(call);
     core_of(ctx).barrier(to_coll(kind), call);

@@ -147,7 +147,7 @@ void rma_layer::deallocate(int rank, std::uint64_t offset) {
 }
 
 void rma_layer::exchange(const void* in, void* out, std::size_t bytes) {
-    core::allgather(_ctx, core::collective::exchange, in, out, bytes, "am::context::exchange");
+    core::allgather(_ctx, core::context_exchange, in, out, bytes, "am::context::exchange");
 }
 
 void* rma_layer::local(int rank, std::uint64_t offset, std::size_t bytes) const noexcept {

@@ -14,6 +14,9 @@
 
 namespace am::detail {
 
+/// The runtime's collective: the quiescence after the rank function returned.
+inline constexpr transport::coll_kind end_of_run{runtime_coll_part, 1};
+
 /// The rank `tp` belongs to, set up: its context, the layers (registered first,
 /// identically on every rank, before any message can be dispatched) and, when configured, the
 /// progress thread. Used by the rank's thread.

@@ -46,6 +46,10 @@ int detail::rank_failed(transport::transport& tp, const std::exception_ptr& fail
 detail::rank_session::rank_session(transport::transport& tp, const config& cfg,
                                    std::span<const runtime::layer_entry> extra)
     : _tp(tp), _print_stats(cfg.print_stats), _impl(tp, cfg), _layers(_impl.front(), cfg, extra) {
+    tp.collective_names().add(
+        end_of_run,
+        {"am::run", " returned from the rank function (the quiescence at the end of am::run)",
+         false});
     // The layers registered their handlers above, before any message can be dispatched here
     // (no poll has run, no progress thread yet).
     _impl.register_trace_handler();
@@ -63,10 +67,10 @@ detail::rank_session::~rank_session() {
 }
 
 void detail::rank_session::finish() {
-    _impl.quiesce(transport::coll::end_of_run);
+    _impl.quiesce(end_of_run);
     if (_impl.trace() != nullptr) {  // AM_TRACE, or a trace_start without its stop
         _impl.trace_stop("am::run (AM_TRACE)");
-        _impl.quiesce(transport::coll::end_of_run);  // the trace's own messages
+        _impl.quiesce(end_of_run);  // the trace's own messages
     }
     _impl.stop_progress_thread();
     if (_print_stats) {

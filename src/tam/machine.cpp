@@ -24,7 +24,9 @@ machine::machine(context& ctx, const config& cfg)
       _h(ctx.handler([this](token&, word head, word target, word a0, word a1, word a2, word a3) {
           on_arrival(message{head, target, {a0, a1, a2, a3}});
       })),
-      _timeout(cfg.epoch_timeout) {}
+      _timeout(cfg.epoch_timeout) {
+    _run = core::add_collective(ctx, key, 1, "am::tam::run");
+}
 
 std::string machine::report() const {
     if (_stats.threads == 0 && _stats.inlets == 0) return {};

@@ -300,14 +300,14 @@ result machine::finish_run() {
     return r;
 }
 
-// Every collective of run is of kind tam_run: a rank in an epoch's end, a barrier, quiesce or
-// the end of am::run meanwhile fails the job naming both calls (with epoch_end, before, the two
+// Every collective of run is of its own kind (`_run`): a rank in an epoch's end, a barrier, quiesce
+// or the end of am::run meanwhile fails the job naming both calls (with epoch_end, before, the two
 // matched and each misread the other's sums).
 void machine::collective(const std::uint64_t* in, std::uint64_t* out, std::size_t n,
                          const std::function<std::size_t()>& idle, const char* phase) {
     const char* call = "am::tam::run";
     if (_timeout <= 0) {
-        core::allreduce_sum(_ctx, core::collective::tam_run, in, out, n, idle, call);
+        core::allreduce_sum(_ctx, _run, in, out, n, idle, call);
         return;
     }
     // The clock runs only while the rank has nothing to do: a long program is not a hang, a
@@ -324,7 +324,7 @@ void machine::collective(const std::uint64_t* in, std::uint64_t* out, std::size_
         }
         return did;
     };
-    core::allreduce_sum(_ctx, core::collective::tam_run, in, out, n, timed, call);
+    core::allreduce_sum(_ctx, _run, in, out, n, timed, call);
 }
 
 // As an epoch that does not end (typed_epoch.cpp): what this rank did on stderr, then an error

@@ -231,6 +231,7 @@ class machine final : public core::layer {
     void on_arrival(const message& m);
 
     context& _ctx;
+    core::collective _run{};  // the kind of am::tam::run's rounds
     int _rank;
     int _ranks;
     am::handler<category::short_am, word, word, word, word, word, word> _h;

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// What every transport shares about bootstrap collectives: the names of their kinds, the
-// mismatch report, and the default reduction over allgather.
+// What every transport shares about bootstrap collectives: the names of their kinds (given by
+// the parts that start them), the mismatch report, and the default reduction over allgather.
 #include "transport.hpp"
 
 #include <am/error.hpp>
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,49 +31,39 @@ std::string rank_list(const std::vector<int>& ranks) {
     return out;
 }
 
-// What the ranks with collective word `id` did, after "rank 3".
-std::string what_ranks_did(coll_id id) {
-    if (id.kind() == coll::end_of_run) {
-        return " returned from the rank function (the quiescence at the end of am::run)";
+}  // namespace
+
+coll_names::coll_names() {
+    add(coll::barrier, {"a transport barrier", {}, false});
+    add(coll::start_of_run, {"the start of am::run", {}, false});
+}
+
+void coll_names::add(coll_kind kind, coll_name name) {
+    if (kind.layer > 0xf || kind.id > 0xf) {
+        throw std::logic_error("am: collective kind " + std::to_string(kind.layer) + "." +
+                               std::to_string(kind.id) + " is out of range (layer and id < 16)");
     }
-    std::string s = std::string(" called ") + to_string(id.kind());
-    if (id.kind() == coll::exchange) s += " of " + std::to_string(id.size()) + " bytes per rank";
+    _names[coll_id::byte_of(kind)] = std::move(name);
+}
+
+std::string coll_names::call(coll_kind kind) const {
+    const auto it = _names.find(coll_id::byte_of(kind));
+    if (it != _names.end()) return it->second.call;
+    return "an unknown collective (kind " + std::to_string(kind.layer) + "." +
+           std::to_string(kind.id) + ")";
+}
+
+std::string coll_names::did(coll_kind kind, std::uint32_t size) const {
+    const auto it = _names.find(coll_id::byte_of(kind));
+    if (it != _names.end() && !it->second.did.empty()) return it->second.did;
+    std::string s = " called " + call(kind);
+    if (it != _names.end() && it->second.sized) {
+        s += " of " + std::to_string(size) + " bytes per rank";
+    }
     return s;
 }
 
-}  // namespace
-
-const char* to_string(coll kind) noexcept {
-    switch (kind) {
-        case coll::barrier:
-            return "a transport barrier";
-        case coll::handshake:
-            return "am::context::barrier";
-        case coll::handshake_report:
-            return "am::context::barrier (comparing differing handler tables)";
-        case coll::exchange:
-            return "am::context::exchange";
-        case coll::epoch_end:
-            return "am::epoch::end";
-        case coll::quiesce:
-            return "am::context::quiesce";
-        case coll::end_of_run:
-            return "am::run";
-        case coll::start_of_run:
-            return "the start of am::run";
-        case coll::trace:
-            return "am::context::trace_start / trace_stop";
-        case coll::window_fence:
-            return "am::window::fence";
-        case coll::window_free:
-            return "am::window::free";
-        case coll::tam_run:
-            return "am::tam::run";
-    }
-    return "an unknown collective";
-}
-
-std::string describe_mismatch(const std::vector<std::uint64_t>& ids) {
+std::string coll_names::describe_mismatch(const std::vector<std::uint64_t>& ids) const {
     std::map<std::uint64_t, std::vector<int>> by_call;
     for (std::size_t r = 0; r < ids.size(); ++r) by_call[ids[r]].push_back(static_cast<int>(r));
     // Every rank's n-th collective meets here: the sequence number is the same for all.
@@ -84,20 +75,21 @@ std::string describe_mismatch(const std::vector<std::uint64_t>& ids) {
     std::sort(order.begin(), order.end());
     for (std::size_t i = 0; i < order.size(); ++i) {
         if (i != 0) out += " while ";
-        out += rank_list(by_call[order[i].second]) + what_ranks_did(coll_id{order[i].second});
+        const coll_id id{order[i].second};
+        out += rank_list(by_call[order[i].second]) + did(id.kind(), id.size());
     }
     return out + " (every rank must make the same collective calls in the same order)";
 }
 
 void transport::collective_mismatch(coll_id mine, const std::vector<std::uint64_t>& ids) {
-    const std::string what = std::string(to_string(mine.kind())) + ": rank " +
-                             std::to_string(_rank) + ": " + describe_mismatch(ids);
+    const std::string what = _coll_names.call(mine.kind()) + ": rank " + std::to_string(_rank) +
+                             ": " + _coll_names.describe_mismatch(ids);
     fail_job("rank " + std::to_string(_rank) + " failed: " + what);
     throw error(errc::collective_mismatch, what);
 }
 
-void transport::allreduce_sum(coll kind, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
-                              const idle_fn& idle) {
+void transport::allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out,
+                              std::size_t n, const idle_fn& idle) {
     std::vector<std::uint64_t> all(static_cast<std::size_t>(size()) * n);
     allgather(kind, in, all.data(), n * sizeof(std::uint64_t), idle, {});
     for (std::size_t i = 0; i < n; ++i) out[i] = 0;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,53 +31,80 @@ class message_sink {
     ~message_sink() = default;
 };
 
-/// What a bootstrap collective is for. The n-th collective of every rank must be the same
-/// operation: each carries its kind, its size and the rank's sequence number, and a rank that
-/// meets a different one fails the job naming the ranks and both calls (`errc::
-/// collective_mismatch`) instead of matching it.
-enum class coll : std::uint8_t {
-    barrier = 1,       // a transport barrier
-    handshake,         // am::context::barrier: handler-table digests
-    handshake_report,  // am::context::barrier: the tables differ, entries compared
-    exchange,          // am::context::exchange
-    epoch_end,         // am::epoch::end: a round of the termination detector
-    quiesce,           // am::context::quiesce
-    end_of_run,        // am::run: the quiescence after the rank function returned
-    start_of_run,      // am::run: a launched rank joins the others (shm under amrun)
-    trace,             // am::context::trace_start / trace_stop (AM_TRACE)
-    window_fence,      // am::window::fence: the barrier in it (handler-table digests)
-    window_free,       // am::window::free: the barrier in it (handler-table digests)
-    tam_run,           // am::tam::run: a round of its termination detector
+/// What a bootstrap collective is for: the part of the library that starts it (`layer`) and
+/// that part's own number for the call (`id`). The n-th collective of every rank must be the
+/// same operation: each carries its kind, its size and the rank's sequence number, and a rank
+/// that meets a different one fails the job naming the ranks and both calls (`errc::
+/// collective_mismatch`) instead of matching it. The transport knows only its own kinds
+/// (`transport_layer`); the parts above number themselves and name their kinds in the rank's
+/// `coll_names` (src/core/context_impl.hpp says how the numbers are given out).
+struct coll_kind {
+    std::uint8_t layer;  // < 16
+    std::uint8_t id;     // < 16
+    friend bool operator==(coll_kind, coll_kind) = default;
 };
 
-/// The call a collective kind belongs to, as the program sees it.
-const char* to_string(coll kind) noexcept;
+/// The transport's own kinds.
+inline constexpr std::uint8_t transport_layer = 0;
+namespace coll {
+inline constexpr coll_kind barrier{transport_layer, 1};       // a transport barrier
+inline constexpr coll_kind start_of_run{transport_layer, 2};  // a launched rank joins
+}  // namespace coll
+
+/// How the errors name one kind of collective.
+struct coll_name {
+    std::string call;    // the call as the program sees it, e.g. "am::context::barrier"
+    std::string did;     // what ranks in it did, after "rank 3"; empty: " called " + call
+    bool sized = false;  // its size is bytes per rank, worth naming (" of 8 bytes per rank")
+};
+
+/// The names of the collective kinds a rank knows, for the errors: one per rank (ranks may
+/// be threads), filled by each part of the library before it starts a collective.
+class coll_names {
+  public:
+    coll_names();  // with the transport's own kinds
+    /// Names `kind` (replacing its name, if any). Throws std::logic_error when `kind` is out
+    /// of range.
+    void add(coll_kind kind, coll_name name);
+    /// The call of `kind` ("am::context::barrier"), or a description of an unknown kind.
+    [[nodiscard]] std::string call(coll_kind kind) const;
+    /// What the ranks in collective `kind` of `size` did, after "rank 3" (" called ...").
+    [[nodiscard]] std::string did(coll_kind kind, std::uint32_t size) const;
+    /// The error text for ranks whose collectives do not match: `ids[r]` is rank r's word
+    /// (`coll_id`). Groups the ranks by call, e.g. "collectives do not match at collective #7:
+    /// rank 0 called am::context::quiesce while ranks 1-3 returned from the rank function
+    /// (the quiescence at the end of am::run)".
+    [[nodiscard]] std::string describe_mismatch(const std::vector<std::uint64_t>& ids) const;
+
+  private:
+    std::map<std::uint8_t, coll_name> _names;  // by the kind's byte in `coll_id`
+};
 
 /// The calling thread works for rank `rank` (a rank's progress thread): if it calls exit()
 /// while a threads job of this process runs, the job fails naming that rank
 /// (src/transport/threads). For the thread's life; harmless on other transports.
 void set_thread_rank(int rank) noexcept;
 
-/// A collective as a 64-bit word: sequence number, kind and size per rank (bytes of an
-/// allgather; 0 where ranks may contribute different sizes). Equal words: the same call.
+/// A collective as a 64-bit word: sequence number (32 bits), kind (layer and id, 4 bits each)
+/// and size per rank (24 bits: bytes of an allgather; 0 where ranks may contribute different
+/// sizes). Equal words: the same call.
 struct coll_id {
     std::uint64_t word;
-    static coll_id make(std::uint32_t seq, coll kind, std::uint32_t size) noexcept {
-        return {std::uint64_t{seq} << 32 | std::uint64_t{static_cast<std::uint8_t>(kind)} << 24 |
-                (size & 0xffffffu)};
+    static constexpr std::uint8_t byte_of(coll_kind kind) noexcept {
+        return static_cast<std::uint8_t>((kind.layer & 0xfu) << 4 | (kind.id & 0xfu));
+    }
+    static coll_id make(std::uint32_t seq, coll_kind kind, std::uint32_t size) noexcept {
+        return {std::uint64_t{seq} << 32 | std::uint64_t{byte_of(kind)} << 24 | (size & 0xffffffu)};
     }
     [[nodiscard]] std::uint32_t seq() const noexcept {
         return static_cast<std::uint32_t>(word >> 32);
     }
-    [[nodiscard]] coll kind() const noexcept { return static_cast<coll>((word >> 24) & 0xff); }
+    [[nodiscard]] coll_kind kind() const noexcept {
+        return {static_cast<std::uint8_t>((word >> 28) & 0xfu),
+                static_cast<std::uint8_t>((word >> 24) & 0xfu)};
+    }
     [[nodiscard]] std::uint32_t size() const noexcept { return word & 0xffffffu; }
 };
-
-/// The error text for ranks whose collectives do not match: `ids[r]` is rank r's word. Groups
-/// the ranks by call, e.g. "collectives do not match at collective #7: rank 0 called
-/// am::epoch::end while ranks 1-3 returned from the rank function (the quiescence at the end
-/// of am::run)".
-std::string describe_mismatch(const std::vector<std::uint64_t>& ids);
 
 /// Called while a blocking bootstrap collective waits, so the rank keeps handling messages.
 /// Returns how many it handled: the wait backs off only while nothing arrives.
@@ -116,22 +144,25 @@ class transport {
     /// `kind` says which operation this is; when the ranks' collectives differ (kind or size),
     /// every rank throws am::error(errc::collective_mismatch) naming the ranks and their calls
     /// (and fails the job) instead of matching them.
-    virtual void barrier(coll kind, const idle_fn& idle) = 0;
+    virtual void barrier(coll_kind kind, const idle_fn& idle) = 0;
     /// Every rank contributes `bytes` (≤ `max_gather_bytes()`); `out` receives size()×bytes.
     /// `gathered`, when given, runs once `out` is complete, before the call returns.
-    virtual void allgather(coll kind, const void* in, void* out, std::size_t bytes,
+    virtual void allgather(coll_kind kind, const void* in, void* out, std::size_t bytes,
                            const idle_fn& idle, const done_fn& gathered) = 0;
     [[nodiscard]] virtual std::size_t max_gather_bytes() const noexcept = 0;
     /// Element-wise sum of `n` counters over all ranks (n ≤ `max_reduce_words`) into `out`,
     /// calling `idle` while it waits. The default gathers and adds; transports override it
     /// with something cheaper (one barrier over shared slots, MPI_Iallreduce).
-    virtual void allreduce_sum(coll kind, const std::uint64_t* in, std::uint64_t* out,
+    virtual void allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out,
                                std::size_t n, const idle_fn& idle);
     static constexpr std::size_t max_reduce_words = 32;
     /// While this rank waits in a collective: which ranks have not joined it yet, e.g. "rank
-    /// 3 has not joined am::epoch::end (collective #12)"; empty when not known (over MPI) or
-    /// when no collective is in progress. For diagnoses (AM_EPOCH_TIMEOUT).
+    /// 3 has not joined am::context::barrier (collective #12)"; empty when not known (over MPI) or
+    /// when no collective is in progress. For diagnoses of a hang.
     [[nodiscard]] virtual std::string collective_stragglers() const { return {}; }
+    /// The names of this rank's collective kinds (the parts above the transport add theirs).
+    [[nodiscard]] coll_names& collective_names() noexcept { return _coll_names; }
+    [[nodiscard]] const coll_names& collective_names() const noexcept { return _coll_names; }
 
     /// Non-empty once the job is going down (another rank failed or aborted): the reason.
     [[nodiscard]] virtual bool job_failed() const noexcept = 0;
@@ -145,7 +176,7 @@ class transport {
     transport(int rank, int size) : _rank(rank), _size(size) {}
 
     /// The word of this rank's next collective (numbered from 1).
-    coll_id next_collective(coll kind, std::uint32_t size) noexcept {
+    coll_id next_collective(coll_kind kind, std::uint32_t size) noexcept {
         return coll_id::make(++_coll_seq, kind, size);
     }
     /// Throws am::error(collective_mismatch) after failing the job, naming the ranks and
@@ -157,6 +188,7 @@ class transport {
     int _size;
     unsigned _spin = 256;
     std::uint32_t _coll_seq = 0;
+    coll_names _coll_names;
 };
 
 }  // namespace am::transport

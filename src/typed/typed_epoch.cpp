@@ -218,7 +218,7 @@ std::uint64_t typed_layer::end(std::uint64_t value, epoch_stats& out) {
             {
                 const detail::trace_span round(trace, detail::trace_kind::round,
                                                static_cast<std::uint32_t>(_epoch), w.waves + 1);
-                core::allreduce_sum(_ctx, core::collective::epoch_end, words, sum, n, idle, call);
+                core::allreduce_sum(_ctx, _epoch_end, words, sum, n, idle, call);
             }
             ++w.waves;
             if (detect(sum, n, w)) break;

@@ -23,6 +23,7 @@ typed_layer::typed_layer(context& ctx, const config& cfg)
       _max_batch(ctx.max_medium()),
       _timeout(cfg.epoch_timeout),
       _locking(cfg.thread_multiple || cfg.progress_thread) {
+    _epoch_end = core::add_collective(_ctx, key, 1, "am::epoch::end");
     hot.threaded = _locking;
     core::set_deferred(_ctx, [this] { return run_deferred(); });
     _parallel = cfg.thread_multiple;

@@ -120,6 +120,7 @@ class typed_layer final : public core::layer {
     void record_end(unsigned slot, epoch_stats& out);
 
     context& _ctx;
+    core::collective _epoch_end{};  // the kind of am::epoch::end's rounds
     int _rank;
     int _size;
     std::size_t _max_batch;

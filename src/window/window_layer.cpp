@@ -65,7 +65,10 @@ window_layer::window_layer(context& ctx, const config&)
       _h_lock(ctx.handler<&window_wire::lock>()),
       _h_lock_granted(ctx.handler<&window_wire::lock_granted>()),
       _h_unlock(ctx.handler<&window_wire::unlock>()),
-      _h_unlock_ack(ctx.handler<&window_wire::unlock_ack>()) {}
+      _h_unlock_ack(ctx.handler<&window_wire::unlock_ack>()) {
+    _fence = core::add_collective(ctx, key, 1, "am::window::fence");
+    _free = core::add_collective(ctx, key, 2, "am::window::free");
+}
 
 std::uint64_t window_layer::add(window_state* w) {
     util::maybe_lock g(_m, core::locking(_ctx));

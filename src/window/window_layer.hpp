@@ -49,8 +49,13 @@ class window_layer final : public core::layer {
     /// Totals of windows already freed, for the report.
     void retire(const window_stats& s);
 
+    /// The kinds of the barriers in am::window::fence and am::window::free.
+    [[nodiscard]] core::collective fence_kind() const noexcept { return _fence; }
+    [[nodiscard]] core::collective free_kind() const noexcept { return _free; }
+
   private:
     context& _ctx;
+    core::collective _fence{}, _free{};
     std::mutex _m;  // the table, when locking
     std::vector<window_state*> _windows;
     window_stats _retired;

@@ -73,7 +73,7 @@ void window_state::create() {
         _info.internal_buffer,
         _info.pipeline_unit};
     std::vector<create_wire> all(static_cast<std::size_t>(_size));
-    core::allgather(_ctx, core::collective::exchange, &mine, all.data(), sizeof mine, call);
+    core::allgather(_ctx, core::context_exchange, &mine, all.data(), sizeof mine, call);
     _sizes.resize(all.size());
     _mapped.assign(all.size(), nullptr);
     for (std::size_t r = 0; r < all.size(); ++r) {
@@ -118,7 +118,7 @@ void window_state::free() {
     }
     // Every AM to this rank has completed too: its origin flushed before. A rank in another
     // collective (a plain barrier, a fence) fails the job naming both calls.
-    core::barrier(_ctx, core::collective::window_free, call);
+    core::barrier(_ctx, _layer.free_kind(), call);
     _layer.retire(stats());
     _layer.remove(_id);
     _freed = true;
@@ -180,7 +180,7 @@ std::uint32_t window_state::register_op(std::string_view name, std::string_view 
         _ops.pop_back();
     };
     try {
-        core::allgather(_ctx, core::collective::exchange, &mine, all.data(), sizeof mine, call);
+        core::allgather(_ctx, core::context_exchange, &mine, all.data(), sizeof mine, call);
     } catch (...) {
         withdraw();
         throw;
@@ -287,7 +287,7 @@ void window_state::fence(unsigned assert) {
         late = std::current_exception();
     }
     full_fence();
-    core::barrier(_ctx, core::collective::window_fence, call);
+    core::barrier(_ctx, _layer.fence_kind(), call);
     full_fence();
     util::maybe_lock g(_m, _locking);
     _fence_open = (assert& epoch_assert::nosucceed) == 0;

@@ -97,7 +97,8 @@ std::size_t mpi_transport::coll_recv(std::uint64_t* acc, std::size_t words, unsi
             }
         }
         // The rank's poll only once the step is late: with every rank in the collective it
-        // finds nothing and only delays seeing the message (an empty epoch took 2× longer).
+        // finds nothing and only delays seeing the message (an empty round of a
+        // termination detector took 2× longer).
         if (idle && ++rounds > coll_rounds_before_idle && rounds % 4 == 0 && idle() != 0) {
             backoff = 0;
         }
@@ -128,7 +129,7 @@ void mpi_transport::reduce(coll_id id, const std::uint64_t* in, std::uint64_t* o
     }
     std::uint64_t acc[tagged_words] = {id.word, ~id.word};
     for (std::size_t i = 0; i < n; ++i) acc[2 + i] = in[i];
-    std::size_t words = 2 + n;  // ranks may add different counts (epoch_options::depth)
+    std::size_t words = 2 + n;  // ranks may add different counts
     const unsigned parity = id.seq() & 1u;
     for (std::size_t s = 0; s < _steps.size(); ++s) {
         if (_steps[s].send) coll_send(acc, words, parity, s);

@@ -157,14 +157,14 @@ class mpi_transport final : public transport {
         return l >= 0 ? _ring.segment(l) : std::span<std::byte>{};
     }
 
-    void barrier(coll kind, const idle_fn& idle) override {
+    void barrier(coll_kind kind, const idle_fn& idle) override {
         reduce(next_collective(kind, 0), nullptr, nullptr, 0, idle);
     }
     /// What this rank has sent through MPI so far.
     [[nodiscard]] send_counts counts() const noexcept { return _counts; }
 
-    void allgather(coll kind, const void* in, void* out, std::size_t bytes, const idle_fn& idle,
-                   const done_fn& gathered) override {
+    void allgather(coll_kind kind, const void* in, void* out, std::size_t bytes,
+                   const idle_fn& idle, const done_fn& gathered) override {
         // The tagged reduction first: only ranks that agree on the call and its size go on to
         // the MPI_Iallgather, so MPI never matches two different collectives.
         reduce(next_collective(kind, static_cast<std::uint32_t>(bytes)), nullptr, nullptr, 0, idle);
@@ -180,7 +180,7 @@ class mpi_transport final : public transport {
     }
     std::size_t max_gather_bytes() const noexcept override { return std::size_t{1} << 20; }
 
-    void allreduce_sum(coll kind, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+    void allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
                        const idle_fn& idle) override {
         reduce(next_collective(kind, 0), in, out, n, idle);
     }

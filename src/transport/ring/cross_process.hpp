@@ -3,8 +3,8 @@
 // another process. A message or a collective this process observes may depend on anything it
 // did before it last published (a message, a collective arrival): the peer saw that and acted
 // on it. TSan watches one process, so it misses that edge and reports, for example, a rank's
-// check of its window after a barrier against its progress thread applying a peer's update of
-// the next epoch, which the peer sent only after the barrier. Under TSan, `publish` releases
+// check of its memory after a barrier against its progress thread applying a peer's update
+// that the peer sent only after the barrier. Under TSan, `publish` releases
 // and `observe` acquires one object of the rank's transport, which tells it exactly that.
 // Only ranks that are processes turn it on: with ranks as threads TSan sees the real order, and
 // the annotation would hide races. Without TSan this is empty and costs nothing.

@@ -188,7 +188,7 @@ std::span<std::byte> ring_transport::segment(int rank) noexcept {
     return {_region.segment(rank), _region.header().l.segment_bytes};
 }
 
-void ring_transport::join(coll kind, std::uint32_t bytes, const idle_fn& idle) {
+void ring_transport::join(coll_kind kind, std::uint32_t bytes, const idle_fn& idle) {
     const coll_id id = next_collective(kind, bytes);
     const unsigned parity = id.seq() & 1u;
     // Ordered before the other ranks' reads by the barrier's acquire-release counter.
@@ -223,8 +223,8 @@ std::string ring_transport::collective_stragglers() const {
     if (count == 0) return {};
     if (count > 16) missing += " and " + std::to_string(count - 16) + " more";
     return (count == 1 ? "rank " : "ranks ") + missing + (count == 1 ? " has" : " have") +
-           " not joined " + to_string(id.kind()) + " (collective #" + std::to_string(id.seq()) +
-           ")";
+           " not joined " + collective_names().call(id.kind()) + " (collective #" +
+           std::to_string(id.seq()) + ")";
 }
 
 void ring_transport::check_departed() const {
@@ -237,9 +237,10 @@ void ring_transport::check_departed() const {
             continue;
         }
         const std::string what =
-            std::string(to_string(id.kind())) + ": rank " + std::to_string(rank()) + ": rank " +
+            collective_names().call(id.kind()) + ": rank " + std::to_string(rank()) + ": rank " +
             std::to_string(r) + " has exited (its last am::run finished) while this rank waits " +
-            "for it in " + to_string(id.kind()) + " (collective #" + std::to_string(id.seq()) +
+            "for it in " + collective_names().call(id.kind()) + " (collective #" +
+            std::to_string(id.seq()) +
             "): every rank must call am::run the same number of times and make the same " +
             "collective calls";
         _region.fail("rank " + std::to_string(rank()) + " failed: " + what);
@@ -247,7 +248,7 @@ void ring_transport::check_departed() const {
     }
 }
 
-void ring_transport::barrier(coll kind, const idle_fn& idle) {
+void ring_transport::barrier(coll_kind kind, const idle_fn& idle) {
     join(kind, 0, idle);
 }
 
@@ -286,7 +287,7 @@ void ring_transport::wait_all(const idle_fn& idle) {
     }
 }
 
-void ring_transport::allgather(coll kind, const void* in, void* out, std::size_t bytes,
+void ring_transport::allgather(coll_kind kind, const void* in, void* out, std::size_t bytes,
                                const idle_fn& idle, const done_fn& gathered) {
     if (bytes > gather_bytes) {
         throw error(errc::invalid_argument, "am: allgather of " + std::to_string(bytes) +
@@ -307,7 +308,7 @@ void ring_transport::allgather(coll kind, const void* in, void* out, std::size_t
 // parity, passes the barrier, and adds every rank's slot. The next reduction uses the other
 // slot, and a rank writes this one again only after the next barrier, which every rank
 // reaches after it has read this reduction's slots.
-void ring_transport::allreduce_sum(coll kind, const std::uint64_t* in, std::uint64_t* out,
+void ring_transport::allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out,
                                    std::size_t n, const idle_fn& idle) {
     if (n * sizeof(std::uint64_t) > reduce_slot_bytes) {
         throw error(errc::invalid_argument, "am: allreduce of " + std::to_string(n) +
@@ -317,7 +318,7 @@ void ring_transport::allreduce_sum(coll kind, const std::uint64_t* in, std::uint
     const std::size_t off = gather_bytes + _reduce_parity * reduce_slot_bytes;
     _reduce_parity ^= 1u;
     std::memcpy(_region.gather_slot(rank()) + off, in, n * sizeof(std::uint64_t));
-    join(kind, 0, idle);  // ranks may contribute different counts (epoch_options::depth)
+    join(kind, 0, idle);  // ranks may contribute different counts
     for (std::size_t i = 0; i < n; ++i) out[i] = 0;
     std::uint64_t w[reduce_slot_bytes / sizeof(std::uint64_t)];
     for (int r = 0; r < size(); ++r) {

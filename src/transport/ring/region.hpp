@@ -98,7 +98,7 @@ region_layout layout(const region_params& p);
 /// Writes the header into fresh, zero-filled memory of at least `layout(p).total` bytes.
 void initialize(std::byte* base, const region_params& p);
 
-/// Typed access to a region that has been initialised (by this or another process).
+/// Access to a region that has been initialised (by this or another process).
 class region {
   public:
     explicit region(std::byte* base);
@@ -174,11 +174,11 @@ class ring_transport final : public transport {
         return handled;
     }
     std::span<std::byte> segment(int rank) noexcept override;
-    void barrier(coll kind, const idle_fn& idle) override;
-    void allgather(coll kind, const void* in, void* out, std::size_t bytes, const idle_fn& idle,
-                   const done_fn& gathered) override;
+    void barrier(coll_kind kind, const idle_fn& idle) override;
+    void allgather(coll_kind kind, const void* in, void* out, std::size_t bytes,
+                   const idle_fn& idle, const done_fn& gathered) override;
     std::size_t max_gather_bytes() const noexcept override { return gather_bytes; }
-    void allreduce_sum(coll kind, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+    void allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
                        const idle_fn& idle) override;
     std::string collective_stragglers() const override;
     bool job_failed() const noexcept override { return _region.failed(); }
@@ -261,7 +261,7 @@ class ring_transport final : public transport {
     [[noreturn]] void throw_failed() const;
     /// Enters this rank's next collective: publishes its word, passes the barrier, then checks
     /// that every rank's word is the same (else fails the job naming the calls).
-    void join(coll kind, std::uint32_t bytes, const idle_fn& idle);
+    void join(coll_kind kind, std::uint32_t bytes, const idle_fn& idle);
     /// Waits until every rank has arrived (the barrier without the check).
     void wait_all(const idle_fn& idle);
     /// Fails the job when a rank this collective waits for has exited (shm launcher): it can

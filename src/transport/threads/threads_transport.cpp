@@ -113,7 +113,7 @@ class watch {
 // ------------------------------------------------------ exit() while thread ranks run
 //
 // exit() on any thread of the process ends every rank of a threads job, whatever status it is
-// given: a rank that calls std::exit(0) (in its function, a handler or an RPC) would end the
+// given: a rank that calls std::exit(0) (in its function or a handler) would end the
 // job with status 0 and no word, its peers' work lost. As under shm and mpi, where the rank is
 // a process, it fails the job instead: a hook run by exit() names the rank and ends the
 // process with a non-zero status. exit() ends the process and an exit handler cannot be

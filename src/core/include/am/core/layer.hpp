@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The core's interface to the layers built on it — rma (Split-C), msg (send/receive), typed
-// (AM++) and those to come. It is the only header of the core a layer includes; the build puts
-// nothing else of src/core on a layer's include path and refuses a layer source that includes
-// another private header (cmake/am_layers.cmake). Everything else a layer needs is the public
-// API (include/am): registering handlers, requests and replies, counters, waits.
-// docs/layers.md explains how to add a layer and the rules a layer follows.
+// The core's interface to the layers built on it; the library's six are listed in
+// src/runtime/layers.cpp (rma, msg, typed, window, oam, tam). It is the only header of the core
+// a layer includes: a layer's include path holds nothing else of src/core, and when the build
+// is configured cmake/am_check_includes.cmake refuses a layer source that includes a file
+// outside its folder and src/util. Everything else a layer needs is the public API
+// (include/am): registering handlers, requests and replies, counters, waits. How to add a
+// layer and the rules a layer follows: docs/layers.md, the one place for that recipe.
 //
 // Thread-safety: every call takes the rank's context and follows the context's rules (the
 // rank's own thread, or any thread with a progress thread / thread_multiple); "from a handler"
@@ -130,16 +131,24 @@ void work_available(context& ctx, bool yes) noexcept;
 
 // ----------------------------------------------------------------------------- collectives
 
-/// The collectives a layer starts. Every rank must start the same kind at the same point;
-/// a rank in another collective fails the job naming both (errc::collective_mismatch).
-enum class collective : std::uint8_t {
-    exchange,      // am::context::exchange
-    epoch_end,     // am::epoch::end: a round of the termination detector
-    window_fence,  // am::window::fence
-    window_free,   // am::window::free
-    tam_run,       // am::tam::run: a round of its termination detector
+/// A kind of collective: the part of the library that starts it and that part's own number
+/// for the call. Every rank must start the same kind at the same point; a rank in another
+/// collective fails the job naming both calls (errc::collective_mismatch). A layer makes its
+/// kinds with `add_collective` in its constructor and keeps them.
+struct collective {
+    std::uint8_t layer;
+    std::uint8_t id;
 };
-/// am::context::barrier as collective `kind` (window_fence, window_free): the same handshake
+/// Collective `id` (< 16) of layer `k`, named `call` in the errors ("am::window::fence"). The
+/// layer's number is given by the core in the order layers first add a kind, the same on every
+/// rank (layers are made in the same order everywhere). Throws am::error when `id` or the
+/// number of layers is out of range.
+[[nodiscard]] collective add_collective(context& ctx, const key& k, std::uint8_t id,
+                                        const char* call);
+/// The core's kind of am::context::exchange, for a layer whose exchange is that call or one
+/// like it (a ranks' exchange of `bytes` each, named so in the errors).
+inline constexpr collective context_exchange{1, 3};
+/// am::context::barrier as collective `kind` (e.g. am::window::fence): the same handshake
 /// of handler tables, but a rank in a plain barrier or another kind fails the job naming both
 /// calls. Not from a handler.
 void barrier(context& ctx, collective kind, const char* call);
