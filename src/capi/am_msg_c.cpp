@@ -109,8 +109,8 @@ am_status_t am_msg_recv(am_context_t* ctx, int source, int tag, void* buf, size_
                         am_msg_status_t* status) noexcept {
     return run_c(ctx, "am_msg_recv", [&] {
         check_data("am_msg_recv", ctx, buf, cap, "receive buffer");
-        store(status,
-              am::msg::detail::msg_recv(*ctx->cxx, source, tag, {static_cast<std::byte*>(buf), cap}));
+        store(status, am::msg::detail::msg_recv(*ctx->cxx, source, tag,
+                                                {static_cast<std::byte*>(buf), cap}));
     });
 }
 
@@ -136,8 +136,8 @@ am_status_t am_msg_recv_nb(am_context_t* ctx, int source, int tag, void* buf, si
         check_data("am_msg_recv_nb", ctx, buf, cap, "receive buffer");
         auto r = std::make_unique<am_msg_request>();
         r->ctx = ctx->shared_from_this();
-        r->cxx = am::msg::detail::msg_irecv(*ctx->cxx, source, tag, {static_cast<std::byte*>(buf), cap},
-                                       "am_msg_recv_nb");
+        r->cxx = am::msg::detail::msg_irecv(*ctx->cxx, source, tag,
+                                            {static_cast<std::byte*>(buf), cap}, "am_msg_recv_nb");
         *out = r.release();
     });
 }

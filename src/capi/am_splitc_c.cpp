@@ -174,7 +174,8 @@ am_status_t am_splitc_exchange(am_context_t* ctx, am_splitc_gptr_t mine,
 }
 
 void* am_splitc_local(const am_context_t* ctx, am_splitc_gptr_t p, size_t bytes) noexcept {
-    return ctx == nullptr ? nullptr : am::splitc::detail::rma_local(*ctx->cxx, p.rank, p.offset, bytes);
+    return ctx == nullptr ? nullptr
+                          : am::splitc::detail::rma_local(*ctx->cxx, p.rank, p.offset, bytes);
 }
 
 am_status_t am_splitc_to_global(am_context_t* ctx, const void* addr, size_t bytes,
@@ -182,7 +183,8 @@ am_status_t am_splitc_to_global(am_context_t* ctx, const void* addr, size_t byte
     if (out != nullptr) *out = am_splitc_gptr(-1, 0);
     return run_c(ctx, "am_splitc_to_global", [&] {
         check_pointer("am_splitc_to_global", ctx, out, true, "pointer for the result");
-        *out = am_splitc_gptr(ctx->cxx->rank(), am::splitc::detail::rma_offset_of(*ctx->cxx, addr, bytes));
+        *out = am_splitc_gptr(ctx->cxx->rank(),
+                              am::splitc::detail::rma_offset_of(*ctx->cxx, addr, bytes));
     });
 }
 
