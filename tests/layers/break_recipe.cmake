@@ -1,0 +1,21 @@
+# The layer recipe's configure check (cmake/am_check_layers.cmake) refuses a broken tree: a
+# copy of src/ is broken one way (CASE) and checked; the test expects the error naming it.
+#   cmake -DAM_REAL_SRC=<src> -DAM_WORK=<scratch dir> -DCASE=readme|list|transport -P this
+cmake_minimum_required(VERSION 3.25)
+file(REMOVE_RECURSE "${AM_WORK}")
+file(COPY "${AM_REAL_SRC}/" DESTINATION "${AM_WORK}")
+if(CASE STREQUAL "readme")
+  file(REMOVE "${AM_WORK}/oam/README.md")
+elseif(CASE STREQUAL "list")
+  file(READ "${AM_WORK}/runtime/layers.cpp" _list)
+  string(REGEX REPLACE "[^\n]*make_layer<tam::detail::machine>[^\n]*\n" "" _list "${_list}")
+  file(WRITE "${AM_WORK}/runtime/layers.cpp" "${_list}")
+elseif(CASE STREQUAL "transport")
+  file(APPEND "${AM_WORK}/transport/transport.hpp" "// coll::epoch_end\n")
+else()
+  message(FATAL_ERROR "break_recipe.cmake: unknown CASE '${CASE}'")
+endif()
+include("${CMAKE_CURRENT_LIST_DIR}/../../cmake/am_check_layers.cmake")
+am_check_layers("${AM_WORK}")
+am_check_transport("${AM_WORK}")
+message(FATAL_ERROR "break_recipe.cmake: case ${CASE} was accepted")
