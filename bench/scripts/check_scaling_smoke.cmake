@@ -1,4 +1,4 @@
-# Smoke test of bench/scaling.cpp; run by CTest as `cmake -D... -P check_scaling_smoke.cmake`.
+# Smoke test of bench/core/scaling.cpp; run by CTest as `cmake -D... -P check_scaling_smoke.cmake`.
 # Looks at the form of the output, not at the figures: every stdout line is a JSON object with
 # the shared keys, and every op and metric is there for every rank count.
 #

@@ -25,6 +25,11 @@
 #include <unordered_map>
 #include <utility>
 
+// Boost annotates its own switches when built so; ours would then be made twice.
+#if defined(BOOST_USE_ASAN) || defined(BOOST_USE_TSAN) || defined(BOOST_USE_UCONTEXT)
+#error "src/oam annotates its fiber switches itself: build without BOOST_USE_ASAN/TSAN/UCONTEXT"
+#endif
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
 #define AM_OAM_ASAN 1
