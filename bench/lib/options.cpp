@@ -35,8 +35,13 @@ int to_int(std::string_view flag, std::string_view text, std::uint64_t lo) {
 }
 
 void print_help(const char* prog, std::string_view summary, std::span<const option_spec> table) {
-    std::printf("usage: %s [options]\n%.*s\noptions:\n", prog, static_cast<int>(summary.size()),
+    std::printf("usage: %s [options]\n%.*s\n", prog, static_cast<int>(summary.size()),
                 summary.data());
+    // A table without help texts (window's) is described by its summary alone.
+    const bool described = std::any_of(table.begin(), table.end(),
+                                       [](const option_spec& s) { return *s.help != '\0'; });
+    if (!described) return;
+    std::printf("options:\n");
     for (const option_spec& s : table) {
         std::string left = s.name.empty() ? std::string(s.arg) : std::string(s.name);
         if (!s.name.empty() && s.arg != nullptr) left += std::string(" ") + s.arg;
