@@ -29,6 +29,8 @@ struct teps_line {
     /// am-graph500 only: the median of the runs' levels (BFS levels, SSSP rounds, CC rounds,
     /// PageRank iterations); 0 when the line has none (PBGL's).
     double levels = 0;
+    /// am-graph500's and the OpenMP reference's SSSP lines: the Δ used; 0 when absent.
+    double delta = 0;
 };
 
 /// Harmonic mean of positive values (0 when empty or when one is not positive).
@@ -79,6 +81,7 @@ inline std::optional<teps_line> parse(std::string_view line) {
     t.harmonic_mean = json_number(line, "harmonic_mean").value_or(0);
     t.validated = line.find("\"validated\":true") != std::string_view::npos;
     t.levels = json_number(line, "levels").value_or(0);
+    t.delta = json_number(line, "delta").value_or(0);
     return t;
 }
 

@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 namespace am::bench {
 
@@ -116,6 +118,29 @@ std::vector<double> cacheline_hop(hop_lines& l, int side, int reps, std::uint64_
         v.push_back(seconds_since(t0) * 1e6 / static_cast<double>(iters) / 2);
     }
     if (side != 0) v.clear();
+    return v;
+}
+
+std::vector<double> cores_hop(int reps) {
+    auto lines = std::make_unique<hop_lines>();
+    std::atomic<int> arrived{0};
+    std::atomic<bool> unpinned{false};
+    auto side = [&](int core) {
+        if (!pin_to_core(core)) unpinned.store(true);
+        arrived.fetch_add(1);
+        while (arrived.load() < 2) {
+        }
+        std::vector<double> v;
+        if (!unpinned.load()) v = cacheline_hop(*lines, core, reps, 20000);
+        return v;
+    };
+    std::thread other([&] { side(1); });
+    std::vector<double> v;
+    {
+        affinity_guard keep_mask;
+        v = side(0);
+    }
+    other.join();
     return v;
 }
 

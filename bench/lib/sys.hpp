@@ -87,6 +87,12 @@ struct hop_lines {
 /// side 1 returns nothing. Both sides must call it with the same arguments, once per `l`.
 std::vector<double> cacheline_hop(hop_lines& l, int side, int reps, std::uint64_t iters);
 
+/// The raw cache-line hop between the first two cores this process may use, from two threads
+/// pinned to them (`cacheline_hop`, 20000 round trips per repetition): one-way µs per
+/// repetition; empty when either thread could not be pinned (then neither spins). The
+/// calling thread's CPU mask is restored.
+std::vector<double> cores_hop(int reps);
+
 /// Results written by whichever process runs rank 0 and read by the process that reports.
 /// Lives in a MAP_SHARED anonymous mapping created before the ranks are forked.
 class shared_results {

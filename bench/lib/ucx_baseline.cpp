@@ -177,32 +177,6 @@ std::optional<csv_line> parse_csv(const std::string& line, std::size_t points, i
     return csv_line{point, static_cast<int>(rep), v[1], v[4], v[8]};
 }
 
-/// The raw cache-line hop between the two cores the UCX processes run on (the reference every
-/// latency is a multiple of), from two threads pinned to them: one-way µs per repetition;
-/// empty when either thread could not be pinned (then neither spins).
-std::vector<double> ucx_cores_hop(int reps) {
-    auto lines = std::make_unique<hop_lines>();
-    std::atomic<int> arrived{0};
-    std::atomic<bool> unpinned{false};
-    auto side = [&](int core) {
-        if (!pin_to_core(core)) unpinned.store(true);
-        arrived.fetch_add(1);
-        while (arrived.load() < 2) {
-        }
-        std::vector<double> v;
-        if (!unpinned.load()) v = cacheline_hop(*lines, core, reps, 20000);
-        return v;
-    };
-    std::thread other([&] { side(1); });
-    std::vector<double> v;
-    {
-        affinity_guard keep_mask;
-        v = side(0);
-    }
-    other.join();
-    return v;
-}
-
 /// Where the two processes run, and for how long the client may.
 struct job_plan {
     int client_cpu, server_cpu;  // -1: not pinned
@@ -354,7 +328,7 @@ bool ucx_baseline::run(const std::vector<ucx_point>& points, reporter& rep) {
     job_plan plan{pin ? usable_cpu(0) : -1, pin ? usable_cpu(1) : -1, 0};
     // A bound for hangs only: generous beside the few seconds a default batch takes.
     plan.timeout_ms = 60000 + 2000 * static_cast<int>(points.size()) * _o.reps;
-    const std::vector<double> hop = pin ? ucx_cores_hop(_o.reps) : std::vector<double>{};
+    const std::vector<double> hop = pin ? cores_hop(_o.reps) : std::vector<double>{};
 
     const batch_file batch(points, _o.reps);
     std::vector<std::string> out;
