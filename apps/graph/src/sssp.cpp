@@ -33,25 +33,15 @@ struct relax {
 };
 
 constexpr std::uint64_t no_bucket = std::numeric_limits<std::uint64_t>::max();
-constexpr std::uint64_t no_label_bucket = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint64_t bucket_limit = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint32_t no_parent = std::numeric_limits<std::uint32_t>::max();
-
-/// A vertex's tentative distance and parent side by side (one cache miss per relaxation),
-/// with the weight of its lightest edge: a light round skips a vertex whose lightest edge
-/// leaves the bucket without touching its adjacency.
-struct label {
-    float dist;
-    std::uint32_t parent;
-    float lightest;
-    std::uint32_t bucket;  // the bucket it was last put in (stale entries elsewhere are skipped)
-};
 
 /// The bucket queues are a ring (Meyer & Sanders): every vertex in a queue is within the
 /// heaviest edge of the bucket being processed, so ⌈max weight / Δ⌉ + 3 queues hold them all,
 /// however long the paths. At most this many, per thread (24 bytes each when empty).
 constexpr std::uint64_t max_ring = std::uint64_t{1} << 20;
 
-/// How many relaxations ahead the relaxation loops prefetch the target's label.
+/// How many relaxations ahead the relaxation loops prefetch the target's distance.
 constexpr std::size_t prefetch_distance = 16;
 
 /// Bucket fusion relaxes what landed in the current bucket during a light round in the same
@@ -117,7 +107,11 @@ struct sssp_kernel::state {
     reductions red;
     search_result* out = nullptr;
     const bool parallel;
-    std::vector<label> labels;
+    // Tentative distances alone in one array: a relaxation reads only this one, at random, and
+    // 4 bytes a vertex keep it in a core's L2 at twice the vertices a {distance, parent} pair
+    // would (SCALE 18 on 2 ranks: 512 KiB). The parent (`pred`) is written on improvement only.
+    std::vector<float> dist;
+    std::vector<std::uint32_t> pred;
     std::uint64_t floor_bucket = 0;  // improvements go to this bucket or a later one
     std::uint32_t slice = 0;         // threads > 1: vertices per thread
     std::uint64_t ring = 0;          // bucket queues per lane, a power of two
@@ -224,16 +218,14 @@ struct sssp_kernel::state {
     /// Lowers `local`'s distance to `d` through `parent` if that is shorter, and puts it in
     /// its bucket; `local` is `L`'s thread's.
     void improve(lane& L, std::uint32_t local, float d, std::uint32_t parent) {
-        label& l = labels[local];
-        if (!(d < l.dist)) return;
-        l.dist = d;
-        l.parent = parent;
+        if (!(d < dist[local])) return;
+        dist[local] = d;
+        pred[local] = parent;
         // Never below the bucket being processed: rounding in d·(1/Δ) may put a distance
         // reached by a heavy edge back into the bucket whose heavy round is running.
         const std::uint64_t b = std::max(bucket_of(d), floor_bucket);
-        if (b >= no_label_bucket) [[unlikely]]
+        if (b >= bucket_limit) [[unlikely]]
             bucket_overflow(d);
-        l.bucket = static_cast<std::uint32_t>(b);
         // A vertex improved again during a (fused) light round is relaxed again.
         if (b == floor_bucket) done_in_round.reset(local);
         queue(L, b).push_back(local);
@@ -246,7 +238,7 @@ struct sssp_kernel::state {
             if (i + prefetch_distance < n) {
                 // With threads only this thread's own labels: another's would leave its core.
                 const std::uint32_t ahead = batch[i + prefetch_distance].vertex - g.first;
-                if (!Parallel || L.owns(ahead)) __builtin_prefetch(&labels[ahead], 1);
+                if (!Parallel || L.owns(ahead)) __builtin_prefetch(&dist[ahead], 1);
             }
             const std::uint32_t local = batch[i].vertex - g.first;
             if (Parallel && !L.owns(local)) {
@@ -308,7 +300,7 @@ struct sssp_kernel::state {
             const std::size_t n = chunk.size();
             for (std::size_t i = 0; i < n; ++i) {
                 if (i + prefetch_distance < n) {
-                    __builtin_prefetch(&labels[chunk[i + prefetch_distance].vertex], 1);
+                    __builtin_prefetch(&dist[chunk[i + prefetch_distance].vertex], 1);
                 }
                 improve(L, chunk[i].vertex, chunk[i].dist, chunk[i].parent);
             }
@@ -368,7 +360,7 @@ struct sssp_kernel::state {
             }
             for (std::uint32_t k = 0; k < nl; ++k) {
                 if (k + prefetch_distance < nl) {
-                    __builtin_prefetch(&labels[list[local[k + prefetch_distance]].target - g.first],
+                    __builtin_prefetch(&dist[list[local[k + prefetch_distance]].target - g.first],
                                        1);
                 }
                 const adjacency& a = list[local[k]];
@@ -396,13 +388,13 @@ struct sssp_kernel::state {
         return i;
     }
 
-    /// Prefetches what processing vertex list[i + k] will read: its offsets and label 2k
+    /// Prefetches what processing vertex list[i + k] will read: its offsets and distance 2k
     /// ahead, its adjacency k ahead (the lists are visited in bucket order, i.e. at random).
     void prefetch_vertex(const std::vector<std::uint32_t>& list, std::size_t i) const noexcept {
         constexpr std::size_t k = 8;
         if (i + 2 * k < list.size()) {
             __builtin_prefetch(&g.offsets[list[i + 2 * k]]);
-            __builtin_prefetch(&labels[list[i + 2 * k]]);
+            __builtin_prefetch(&dist[list[i + 2 * k]]);
         }
         if (i + k < list.size()) __builtin_prefetch(g.adj.data() + g.offsets[list[i + k]]);
     }
@@ -417,6 +409,13 @@ struct sssp_kernel::state {
         prefetch_vertex(list, i);
     }
 
+    /// Whether local vertex `u`'s bucket is done (with threads, other threads store the words).
+    template <bool Parallel>
+    [[nodiscard]] bool is_final(std::uint32_t u) const noexcept {
+        const std::uint64_t v = std::uint64_t{g.first} + u;
+        return Parallel ? final_global.test_shared(v) : final_global.test(v);
+    }
+
     /// Upper end of bucket b's distances.
     [[nodiscard]] float bucket_end(std::uint64_t b) const noexcept {
         return static_cast<float>(b + 1) * opt.delta;
@@ -429,16 +428,18 @@ struct sssp_kernel::state {
         for (std::size_t i = 0; i < L.round.size(); ++i) {
             next_vertex<Parallel>(L, L.round, i);
             const std::uint32_t u = L.round[i];
-            const float du = labels[u].dist;
-            if (labels[u].bucket != b || done_in_round.test_and_set(u)) continue;
+            const float du = dist[u];
+            // A queue entry is stale when a later improvement queued the vertex in an earlier
+            // bucket: that bucket is done, so the vertex is final (its distance never leaves
+            // the bucket range it was queued for upwards, and one queued below the floor is
+            // not final yet).
+            if (is_final<Parallel>(u) || done_in_round.test_and_set(u)) continue;
             L.touched.push_back(u);
             if (!in_settled.test_and_set(u)) L.settled.push_back(u);
             // Inner short edges only (w < end of the bucket − d(u)); the outer ones are
             // relaxed once with u's final distance in the heavy round, which splits the list
             // with the same comparison.
-            const float limit = bucket_end(b) - du;
-            if (!(labels[u].lightest < limit)) continue;
-            relax_edges<Parallel>(L, u, du, 0, split(u, limit));
+            relax_edges<Parallel>(L, u, du, 0, split(u, bucket_end(b) - du));
         }
     }
 
@@ -465,7 +466,7 @@ struct sssp_kernel::state {
         for (std::size_t i = 0; i < L.settled.size(); ++i) {
             next_vertex<Parallel>(L, L.settled, i);
             const std::uint32_t u = L.settled[i];
-            const float du = labels[u].dist;
+            const float du = dist[u];
             relax_edges<Parallel>(L, u, du, split(u, bucket_end(b) - du), g.degree(u));
             in_settled.words()[u >> 6] = 0;
         }
@@ -584,17 +585,8 @@ struct sssp_kernel::state {
     }
 
     void reset_search() {
-        if (labels.size() != g.local_n) {
-            labels.resize(g.local_n);
-            for (std::uint32_t v = 0; v < g.local_n; ++v) {
-                labels[v].lightest = g.degree(v) > 0 ? g.adj[g.offsets[v]].w
-                                                     : std::numeric_limits<float>::infinity();
-            }
-        }
-        for (label& l : labels) {
-            l.dist = std::numeric_limits<float>::infinity();
-            l.parent = no_parent;
-        }
+        dist.assign(g.local_n, std::numeric_limits<float>::infinity());
+        pred.assign(g.local_n, no_parent);
         // Everything a search leaves, also one that threw part-way.
         for (lane& L : lanes) {
             for (auto& b : L.buckets) b.clear();
@@ -642,10 +634,9 @@ struct sssp_kernel::state {
         result.dist.resize(g.local_n);
         std::uint64_t reached_degrees = 0;
         for (std::uint32_t v = 0; v < g.local_n; ++v) {
-            const label& l = labels[v];
-            result.dist[v] = l.dist;
-            result.pred[v] = l.parent == no_parent ? -1 : static_cast<std::int64_t>(l.parent);
-            if (l.parent != no_parent) reached_degrees += g.degree(v);
+            result.dist[v] = dist[v];
+            result.pred[v] = pred[v] == no_parent ? -1 : static_cast<std::int64_t>(pred[v]);
+            if (pred[v] != no_parent) reached_degrees += g.degree(v);
         }
         result.edges = red.sum(reached_degrees) / 2;
     }
