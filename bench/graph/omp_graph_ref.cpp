@@ -89,9 +89,20 @@ void for_each_direction(const gen::graph_spec& spec, F&& f) {
     }
 }
 
+/// Sorts every list of `adj` by `less`, in parallel.
+template <class Less>
+void sort_lists(const csr& g, std::vector<adjacency>& adj, Less less) {
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::uint64_t v = 0; v < g.n; ++v) {
+        std::sort(adj.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
+                  adj.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]), less);
+    }
+}
+
 /// Degree counting, prefix sums, placement at atomic cursors, then every list sorted by
-/// (target, weight) so the CSR does not depend on the threads' interleaving.
-csr build_csr(const gen::graph_spec& spec) {
+/// (target, weight) so the CSR does not depend on the threads' interleaving; with
+/// `weight_order` (--light-heavy) the SSSP lists are then sorted by weight.
+csr build_csr(const gen::graph_spec& spec, bool weight_order) {
     csr g;
     g.n = gen::vertex_count(spec);
     g.offsets.assign(g.n + 1, 0);
@@ -107,17 +118,16 @@ csr build_csr(const gen::graph_spec& spec) {
             std::atomic_ref<std::uint64_t>(cursor[u]).fetch_add(1, std::memory_order_relaxed);
         g.adj[at] = adjacency{v, w};
     });
+    sort_lists(g, g.adj, [](const adjacency& a, const adjacency& b) {
+        return a.target != b.target ? a.target < b.target : a.w < b.w;
+    });
     g.targets.resize(sum);
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (std::uint64_t v = 0; v < g.n; ++v) {
-        const auto first = g.adj.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]);
-        const auto last = g.adj.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]);
-        std::sort(first, last, [](const adjacency& a, const adjacency& b) {
-            return a.target != b.target ? a.target < b.target : a.w < b.w;
+#pragma omp parallel for schedule(static)
+    for (std::uint64_t e = 0; e < sum; ++e) g.targets[e] = g.adj[e].target;
+    if (weight_order) {
+        sort_lists(g, g.adj, [](const adjacency& a, const adjacency& b) {
+            return a.w != b.w ? a.w < b.w : a.target < b.target;
         });
-        for (std::uint64_t e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
-            g.targets[e] = g.adj[e].target;
-        }
     }
     return g;
 }
@@ -157,7 +167,8 @@ float auto_delta(const csr& g) {
 struct search_stats {
     std::uint64_t edges = 0;  // Σ degree of the reached vertices / 2
     int levels = 0;           // BFS levels; SSSP bucket steps
-    int bottom_up = 0;        // BFS levels run bottom-up
+    int bottom_up = 0;        // BFS levels run bottom-up; SSSP --light-heavy: heavy steps
+    std::uint64_t scans = 0;  // SSSP: adjacency lists relaxed (a vertex's, once or more)
 };
 
 /// Appends to a shared array through a block-sized thread-local buffer.
@@ -376,15 +387,28 @@ constexpr std::size_t fuse_below = 1000;
 /// Bins beyond this many mean a Δ far too small for the graph's distances.
 constexpr std::uint64_t max_bins = std::uint64_t{1} << 24;
 
+/// Variants of the SSSP beyond GAP's, off by default.
+struct sssp_variant {
+    bool dedupe = false;       // skip a repeated entry whose list was relaxed at that distance
+    bool light_heavy = false;  // light edges in the bucket steps, heavy ones once per bucket
+};
+
 class sssp_search {
   public:
-    sssp_search(const csr& g, float delta, int threads)
+    /// With `v.light_heavy`, `g`'s lists must be sorted by weight.
+    sssp_search(const csr& g, float delta, int threads, sssp_variant v)
         : _g(g),
           _delta(delta),
           _inv_delta(1.0f / delta),
+          _variant(v),
           _labels(g.n),
+          _scanned(g.n),
+          _heavy_at(v.light_heavy ? g.n : 0),
+          _light(v.light_heavy ? g.n : 0),
           _frontier(g.adj.size() + 1),
-          _lanes(static_cast<std::size_t>(threads)) {}
+          _lanes(static_cast<std::size_t>(threads)) {
+        if (v.light_heavy) count_light();
+    }
 
     search_stats run(std::uint32_t root) {
         reset();
@@ -403,6 +427,8 @@ class sssp_search {
             steps = mine;
         }
         s.levels = steps;
+        for (lane& l : _lanes) s.scans += std::exchange(l.scans, 0);
+        s.bottom_up = std::exchange(_lanes[0].heavy_steps, 0);
         s.edges = reached_degrees() / 2;
         return s;
     }
@@ -417,6 +443,9 @@ class sssp_search {
     struct alignas(64) lane {
         bins bin;
         std::vector<std::uint32_t> fused;
+        std::uint64_t scans = 0;
+        std::vector<std::uint32_t> settled;  // light-heavy: scanned in the current bucket
+        int heavy_steps = 0;                 // light-heavy: steps relaxing heavy edges
     };
 
     /// One bucket step's shared figures; two alternate so one barrier separates steps.
@@ -428,10 +457,16 @@ class sssp_search {
     void reset() {
         const std::uint64_t n = _g.n;
         const std::uint64_t unreached = pack(infinity, no_vertex);
+        const bool heavy = _variant.light_heavy;
 #pragma omp parallel for schedule(static)
-        for (std::uint64_t v = 0; v < n; ++v) _labels[v] = unreached;
+        for (std::uint64_t v = 0; v < n; ++v) {
+            _labels[v] = unreached;
+            _scanned[v] = infinity;
+            if (heavy) _heavy_at[v] = infinity;
+        }
         for (lane& l : _lanes) {
             for (auto& b : l.bin) b.clear();
+            l.settled.clear();
         }
     }
 
@@ -455,9 +490,33 @@ class sssp_search {
         b[bucket].push_back(v);
     }
 
-    /// Relaxes u's edges from distance `du`, putting every improved target in its bin.
-    void relax(std::uint32_t u, float du, bins& b) {
-        for (std::uint64_t e = _g.offsets[u]; e < _g.offsets[u + 1]; ++e) {
+    /// Light-heavy: the number of edges lighter than Δ of every list (a prefix: sorted).
+    void count_light() {
+#pragma omp parallel for schedule(dynamic, 1024)
+        for (std::uint64_t v = 0; v < _g.n; ++v) {
+            std::uint64_t e = _g.offsets[v];
+            while (e < _g.offsets[v + 1] && _g.adj[e].w < _delta) ++e;
+            _light[v] = static_cast<std::uint32_t>(e - _g.offsets[v]);
+        }
+    }
+
+    /// Relaxes u's list from `du` in a bucket step: all of it (GAP), or with light-heavy its
+    /// light edges, keeping u for the heavy step.
+    void scan(std::uint32_t u, float du, lane& me) {
+        ++me.scans;
+        const std::uint64_t first = _g.offsets[u];
+        if (!_variant.light_heavy) {
+            relax(u, du, me.bin, first, _g.offsets[u + 1]);
+            return;
+        }
+        relax(u, du, me.bin, first, first + _light[u]);
+        me.settled.push_back(u);
+    }
+
+    /// Relaxes edges [begin, end) of u's list from distance `du`, putting every improved
+    /// target in its bin.
+    void relax(std::uint32_t u, float du, bins& b, std::uint64_t begin, std::uint64_t end) {
+        for (std::uint64_t e = begin; e < end; ++e) {
             const adjacency a = _g.adj[e];
             const float d = du + a.w;
             std::atomic_ref<std::uint64_t> label(_labels[a.target]);
@@ -482,21 +541,62 @@ class sssp_search {
             if (b == no_bin) break;
             relax_frontier(me, b, cur.tail.load(std::memory_order_relaxed));
             fuse(me, b);
-            for (std::uint64_t k = b; k < me.bin.size(); ++k) {
-                if (me.bin[k].empty()) continue;
-                fetch_min(next.bin, k);
-                break;
-            }
+            propose(me, b, next);
 #pragma omp barrier
 #pragma omp single nowait
             {
                 cur.bin.store(no_bin, std::memory_order_relaxed);
                 cur.tail.store(0, std::memory_order_relaxed);
             }
+            // Bucket b is empty everywhere: its distances are final.
+            if (_variant.light_heavy && next.bin.load(std::memory_order_relaxed) != b) {
+                heavy_step(me, b, next);
+            }
             copy_to_frontier(me, next);
 #pragma omp barrier
         }
-        return step;
+        return step + me.heavy_steps;
+    }
+
+    /// Offers this thread's smallest non-empty bin from `b` on as the next bucket.
+    static void propose(lane& me, std::uint64_t b, step_slot& next) {
+        for (std::uint64_t k = b; k < me.bin.size(); ++k) {
+            if (me.bin[k].empty()) continue;
+            fetch_min(next.bin, k);
+            return;
+        }
+    }
+
+    /// Light-heavy, after bucket `b`: every thread relaxes the heavy edges of the vertices it
+    /// scanned in b (once per final distance), then the next bucket is agreed again (b itself
+    /// if rounding put a distance there).
+    void heavy_step(lane& me, std::uint64_t b, step_slot& next) {
+#pragma omp barrier
+#pragma omp single
+        next.bin.store(no_bin, std::memory_order_relaxed);
+        for (const std::uint32_t u : me.settled) {
+            const float du = dist_of(load(u));
+            std::atomic_ref<float> at(_heavy_at[u]);
+            if (at.load(std::memory_order_relaxed) == du) continue;
+            at.store(du, std::memory_order_relaxed);
+            relax(u, du, me.bin, _g.offsets[u] + _light[u], _g.offsets[u + 1]);
+        }
+        me.settled.clear();
+        ++me.heavy_steps;
+        propose(me, b, next);
+#pragma omp barrier
+    }
+
+    /// Whether to relax u's list from `du` in bucket `b`: not when u has moved to an earlier
+    /// bucket since the entry was made (it was relaxed there), nor, with --dedupe, when its
+    /// list was relaxed from this very distance already (a repeated entry).
+    bool should_scan(std::uint32_t u, float du, std::uint64_t b) noexcept {
+        if (bucket_of(du) < b) return false;
+        if (!_variant.dedupe) return true;
+        std::atomic_ref<float> at(_scanned[u]);
+        if (at.load(std::memory_order_relaxed) == du) return false;
+        at.store(du, std::memory_order_relaxed);
+        return true;
     }
 
     /// This thread's share of the frontier of bucket `b`; entries whose vertex has since
@@ -506,7 +606,7 @@ class sssp_search {
         for (std::uint64_t i = 0; i < size; ++i) {
             const std::uint32_t u = _frontier[i];
             const float du = dist_of(load(u));
-            if (bucket_of(du) >= b) relax(u, du, me.bin);
+            if (should_scan(u, du, b)) scan(u, du, me);
         }
     }
 
@@ -518,7 +618,7 @@ class sssp_search {
             me.fused.swap(me.bin[b]);
             for (const std::uint32_t u : me.fused) {
                 const float du = dist_of(load(u));
-                if (bucket_of(du) >= b) relax(u, du, me.bin);
+                if (should_scan(u, du, b)) scan(u, du, me);
             }
         }
     }
@@ -551,7 +651,11 @@ class sssp_search {
 
     const csr& _g;
     float _delta, _inv_delta;
+    sssp_variant _variant;
     std::vector<std::uint64_t> _labels;
+    std::vector<float> _scanned;        // --dedupe: the distance each list was last relaxed from
+    std::vector<float> _heavy_at;       // light-heavy: the distance heavy edges were relaxed from
+    std::vector<std::uint32_t> _light;  // light-heavy: edges lighter than Δ of every list
     std::vector<std::uint32_t> _frontier;  // the current bucket's entries (repeats possible)
     std::vector<lane> _lanes;              // [thread]
     std::array<step_slot, 2> _step;
@@ -783,6 +887,7 @@ struct options {
     bool quiet = false;
     bool validate = true;
     bool corrupt = false;
+    sssp_variant sssp;
 };
 
 /// What the timed searches of one kernel measured.
@@ -802,7 +907,8 @@ void print_root(const char* name, std::uint32_t root, double t, const search_sta
     if (std::string_view(name) == "bfs") {
         std::printf("%d levels (%d bottom-up)\n", s.levels, s.bottom_up);
     } else {
-        std::printf("%d bucket steps\n", s.levels);
+        std::printf("%d bucket steps (%d heavy), %llu list scans\n", s.levels, s.bottom_up,
+                    static_cast<unsigned long long>(s.scans));
     }
 }
 
@@ -975,6 +1081,15 @@ std::vector<am::bench::option_spec> option_table(options& o) {
          "skip the validation (on by default, outside the timed region;\n"
          "at SCALE <= 12 also against a sequential BFS / Dijkstra)",
          store_flag(o.validate, false)},
+        {"--dedupe", nullptr,
+         "SSSP, beyond GAP: skip a bucket entry whose vertex's list was relaxed\n"
+         "from the same distance already (a repeat); off by default",
+         store_flag(o.sssp.dedupe)},
+        {"--light-heavy", nullptr,
+         "SSSP, beyond GAP: lists sorted by weight, the edges lighter than delta\n"
+         "relaxed in the bucket steps and the heavy ones once per vertex when its\n"
+         "bucket is done (a step more per bucket); off by default",
+         store_flag(o.sssp.light_heavy)},
         {"--corrupt", nullptr, "debug: damage every result before validation (must fail)",
          store_flag(o.corrupt)},
     };
@@ -1015,13 +1130,15 @@ int run_kernel(const options& o, const std::string& kernel, const csr& g,
     char text[32];
     std::snprintf(text, sizeof text, "%.4g", static_cast<double>(delta));
     std::printf("sssp delta: %s (%s)\n", text, o.delta == 0 ? "automatic, as am's" : "--delta");
-    sssp_search search(g, delta, threads);
+    sssp_search search(g, delta, threads, o.sssp);
     const figures f = measure(
         o, roots, "sssp", search, [&]() -> auto& { return search.labels(); },
         [&](std::uint32_t root, const search_stats& s) {
             return validate_sssp(g, root, search.labels(), s, sequential);
         });
-    report(o, "sssp", f, threads, std::string(",\"delta\":") + text);
+    report(o, "sssp", f, threads,
+           std::string(",\"delta\":") + text + (o.sssp.dedupe ? ",\"dedupe\":true" : "") +
+               (o.sssp.light_heavy ? ",\"light_heavy\":true" : ""));
     return f.failed;
 }
 
@@ -1029,7 +1146,7 @@ int run(const options& o) {
     if (o.threads > 0) omp_set_num_threads(o.threads);
     const int threads = omp_get_max_threads();
     const double t0 = now();
-    const csr g = build_csr(o.spec);
+    const csr g = build_csr(o.spec, o.sssp.light_heavy);
     const double built = now() - t0;
     const std::vector<std::uint32_t> roots = choose_roots(o.spec, g, o.roots);
     std::printf(
