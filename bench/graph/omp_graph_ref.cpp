@@ -219,6 +219,16 @@ float real_of(const char* flag, const std::string& text) {
     return x;
 }
 
+/// As am-graph500 reads --seed (strtoull, base 0).
+std::uint64_t seed_of(const std::string& text) {
+    char* end = nullptr;
+    const unsigned long long x = std::strtoull(text.c_str(), &end, 0);
+    if (end == text.c_str() || *end != '\0' || text.find('-') != std::string::npos) {
+        bad("--seed: bad number '" + text + "'");
+    }
+    return x;
+}
+
 std::vector<am::bench::option_spec> option_table(options& o) {
     using namespace am::bench;
     return {
@@ -251,8 +261,10 @@ std::vector<am::bench::option_spec> option_table(options& o) {
              const std::string g = to_choice("--graph", v, {"kronecker", "er"});
              o.spec.kind = g == "er" ? gen::graph_kind::erdos_renyi : gen::graph_kind::kronecker;
          }},
-        {"--seed", "X", "generator seed (default that of graph_spec)",
-         store_count(o.spec.seed, "--seed")},
+        {"--seed", "X",
+         "generator seed, decimal or 0x hex as am-graph500 reads it (default\n"
+         "that of graph_spec)",
+         [&o](const std::string& v) { o.spec.seed = seed_of(v); }},
         {"--json", nullptr, "one JSON line per kernel on stdout (am-graph500's format)",
          store_flag(o.json)},
         {"--quiet", nullptr, "no line per root", store_flag(o.quiet)},
