@@ -18,8 +18,9 @@
 // auto_delta's formula, one untimed warm-up from the first root, then per root the timed
 // search with its edge count (Σ degree of the reached vertices / 2, summed inside the timed
 // region), TEPS = edges / time, the harmonic mean over roots, and the same JSON line
-// (system "omp", transport "openmp"). Validation runs outside the timed region; at
-// SCALE ≤ 12 also against a sequential BFS / Dijkstra.
+// (system "omp", transport "openmp"). Its "levels" are BFS levels as am's, but for SSSP the
+// bucket steps (am counts its light and heavy rounds). Validation runs outside the timed
+// region; at SCALE ≤ 12 also against a sequential BFS / Dijkstra.
 // Two SSSP variants beyond GAP, off by default (the default is GAP's algorithm): --dedupe
 // skips a bucket entry whose list was already relaxed from the same distance, --light-heavy
 // relaxes the edges lighter than Δ in the bucket steps and the heavy ones once per vertex
