@@ -17,7 +17,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <memory>
+#include <new>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,6 +36,38 @@ constexpr float infinity = std::numeric_limits<float>::infinity();
 // ---------------------------------------------------------------------------------------------
 // The graph: build_csr's CSR on one node.
 
+/// An allocator that leaves trivial elements uninitialised: the parallel loop that first
+/// writes a large array then places its pages (first touch), spread over the NUMA nodes as
+/// GAP's parallel initialisation spreads them, not all on the node of the allocating thread.
+template <class T>
+struct first_touch_allocator : std::allocator<T> {
+    static_assert(std::is_trivially_default_constructible_v<T>);
+    first_touch_allocator() noexcept = default;
+    template <class U>
+    first_touch_allocator(const first_touch_allocator<U>&) noexcept {}
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+};
+
+/// A large array of a search or of the graph, placed by its first parallel writer.
+template <class T>
+using big_array = std::vector<T, first_touch_allocator<T>>;
+
+/// `n` copies of `value`, written by all the threads (static schedule).
+template <class T>
+big_array<T> parallel_filled(std::uint64_t n, T value) {
+    big_array<T> a(n);
+#pragma omp parallel for schedule(static)
+    for (std::uint64_t i = 0; i < n; ++i) a[i] = value;
+    return a;
+}
+
 /// One entry of a list: as am's CSR, a target and the edge's weight.
 struct adjacency {
     std::uint32_t target;
@@ -43,9 +78,9 @@ struct adjacency {
 /// duplicates kept (build_csr's rule in apps/graph/src/csr.cpp).
 struct csr {
     std::uint64_t n = 0;
-    std::vector<std::uint64_t> offsets;  // n + 1
-    std::vector<adjacency> adj;          // SSSP
-    std::vector<std::uint32_t> targets;  // BFS: adj's targets alone
+    big_array<std::uint64_t> offsets;  // n + 1
+    big_array<adjacency> adj;          // SSSP
+    big_array<std::uint32_t> targets;  // BFS: adj's targets alone
     [[nodiscard]] std::uint64_t degree(std::uint64_t v) const noexcept {
         return offsets[v + 1] - offsets[v];
     }
@@ -66,7 +101,7 @@ void for_each_direction(const gen::graph_spec& spec, F&& f) {
 
 /// Sorts every list of `adj` by `less`, in parallel.
 template <class Less>
-void sort_lists(const csr& g, std::vector<adjacency>& adj, Less less) {
+void sort_lists(const csr& g, big_array<adjacency>& adj, Less less) {
 #pragma omp parallel for schedule(dynamic, 1024)
     for (std::uint64_t v = 0; v < g.n; ++v) {
         std::sort(adj.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
@@ -80,14 +115,14 @@ void sort_lists(const csr& g, std::vector<adjacency>& adj, Less less) {
 inline csr build_csr(const gen::graph_spec& spec, bool weight_order) {
     csr g;
     g.n = gen::vertex_count(spec);
-    g.offsets.assign(g.n + 1, 0);
+    g.offsets = parallel_filled<std::uint64_t>(g.n + 1, 0);
     for_each_direction(spec, [&g](std::uint32_t u, std::uint32_t, float) {
         std::atomic_ref<std::uint64_t>(g.offsets[u]).fetch_add(1, std::memory_order_relaxed);
     });
     std::uint64_t sum = 0;
     for (std::uint64_t& o : g.offsets) sum += std::exchange(o, sum);
-    g.adj.resize(sum);
-    std::vector<std::uint64_t> cursor(g.offsets.begin(), g.offsets.end() - 1);
+    g.adj = parallel_filled(sum, adjacency{0, 0});
+    big_array<std::uint64_t> cursor(g.offsets.begin(), g.offsets.end() - 1);
     for_each_direction(spec, [&](std::uint32_t u, std::uint32_t v, float w) {
         const std::uint64_t at =
             std::atomic_ref<std::uint64_t>(cursor[u]).fetch_add(1, std::memory_order_relaxed);
@@ -96,7 +131,7 @@ inline csr build_csr(const gen::graph_spec& spec, bool weight_order) {
     sort_lists(g, g.adj, [](const adjacency& a, const adjacency& b) {
         return a.target != b.target ? a.target < b.target : a.w < b.w;
     });
-    g.targets.resize(sum);
+    g.targets = big_array<std::uint32_t>(sum);
 #pragma omp parallel for schedule(static)
     for (std::uint64_t e = 0; e < sum; ++e) g.targets[e] = g.adj[e].target;
     if (weight_order) {
@@ -174,7 +209,7 @@ class block_writer {
     std::atomic<std::uint64_t>& _tail;
 };
 
-inline bool test_bit(const std::vector<std::uint64_t>& bits, std::uint64_t v) noexcept {
+inline bool test_bit(const big_array<std::uint64_t>& bits, std::uint64_t v) noexcept {
     return (bits[v >> 6] >> (v & 63)) & 1;
 }
 
@@ -189,11 +224,11 @@ class bfs_search {
         : _g(g),
           _alpha(alpha),
           _beta(beta),
-          _parent(g.n),
-          _cur(g.n),
-          _next(g.n),
-          _front((g.n + 63) / 64),
-          _awake((g.n + 63) / 64) {}
+          _parent(parallel_filled(g.n, no_vertex)),
+          _cur(parallel_filled<std::uint32_t>(g.n, 0)),
+          _next(parallel_filled<std::uint32_t>(g.n, 0)),
+          _front(parallel_filled<std::uint64_t>((g.n + 63) / 64, 0)),
+          _awake(parallel_filled<std::uint64_t>((g.n + 63) / 64, 0)) {}
 
     search_stats run(std::uint32_t root) {
         reset();
@@ -218,7 +253,7 @@ class bfs_search {
         return s;
     }
 
-    [[nodiscard]] std::vector<std::uint32_t>& parents() noexcept { return _parent; }
+    [[nodiscard]] big_array<std::uint32_t>& parents() noexcept { return _parent; }
 
   private:
     void reset() {
@@ -333,10 +368,10 @@ class bfs_search {
 
     const csr& _g;
     double _alpha, _beta;
-    std::vector<std::uint32_t> _parent;
-    std::vector<std::uint32_t> _cur, _next;  // frontier queues
+    big_array<std::uint32_t> _parent;
+    big_array<std::uint32_t> _cur, _next;  // frontier queues
     std::uint64_t _cur_size = 0;
-    std::vector<std::uint64_t> _front, _awake;  // frontier bitmaps of the bottom-up steps
+    big_array<std::uint64_t> _front, _awake;  // frontier bitmaps of the bottom-up steps
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -383,11 +418,11 @@ class sssp_search {
           _delta(delta),
           _inv_delta(1.0f / delta),
           _variant(v),
-          _labels(g.n),
-          _scanned(g.n),
-          _heavy_at(v.light_heavy ? g.n : 0),
+          _labels(parallel_filled(g.n, pack(infinity, no_vertex))),
+          _scanned(parallel_filled(g.n, infinity)),
+          _heavy_at(parallel_filled(v.light_heavy ? g.n : 0, infinity)),
           _light(v.light_heavy ? g.n : 0),
-          _frontier(g.adj.size() + 1),
+          _frontier(parallel_filled<std::uint32_t>(g.adj.size() + 1, 0)),
           _lanes(static_cast<std::size_t>(threads)) {
         if (v.light_heavy) count_light();
     }
@@ -415,7 +450,7 @@ class sssp_search {
         return s;
     }
 
-    [[nodiscard]] std::vector<std::uint64_t>& labels() noexcept {
+    [[nodiscard]] big_array<std::uint64_t>& labels() noexcept {
         return _labels;
     }
 
@@ -634,12 +669,12 @@ class sssp_search {
     const csr& _g;
     float _delta, _inv_delta;
     sssp_variant _variant;
-    std::vector<std::uint64_t> _labels;
-    std::vector<float> _scanned;        // --dedupe: the distance each list was last relaxed from
-    std::vector<float> _heavy_at;       // light-heavy: the distance heavy edges were relaxed from
-    std::vector<std::uint32_t> _light;  // light-heavy: edges lighter than Δ of every list
-    std::vector<std::uint32_t> _frontier;  // the current bucket's entries (repeats possible)
-    std::vector<lane> _lanes;              // [thread]
+    big_array<std::uint64_t> _labels;
+    big_array<float> _scanned;           // --dedupe: the distance each list was last relaxed from
+    big_array<float> _heavy_at;          // light-heavy: the distance heavy edges were relaxed from
+    big_array<std::uint32_t> _light;     // light-heavy: edges lighter than Δ of every list
+    big_array<std::uint32_t> _frontier;  // the current bucket's entries (repeats possible)
+    std::vector<lane> _lanes;            // [thread]
     std::array<step_slot, 2> _step;
 };
 

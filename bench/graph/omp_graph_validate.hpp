@@ -123,9 +123,8 @@ std::uint64_t reached_edges(const csr& g, Reached&& reached) {
     return sum / 2;
 }
 
-inline verdict validate_bfs(const csr& g, std::uint32_t root,
-                            const std::vector<std::uint32_t>& parent, const search_stats& s,
-                            bool sequential) {
+inline verdict validate_bfs(const csr& g, std::uint32_t root, std::span<const std::uint32_t> parent,
+                            const search_stats& s, bool sequential) {
     if (parent[root] != root) return failure{"the root is its own parent", root};
     auto tree = tree_depths(
         root, [&](std::uint64_t v) { return parent[v]; }, g.n);
@@ -165,7 +164,7 @@ inline verdict validate_bfs(const csr& g, std::uint32_t root,
 }
 
 inline verdict validate_sssp(const csr& g, std::uint32_t root,
-                             const std::vector<std::uint64_t>& labels, const search_stats& s,
+                             std::span<const std::uint64_t> labels, const search_stats& s,
                              bool sequential) {
     auto dist = [&](std::uint64_t v) { return dist_of(labels[v]); };
     auto parent = [&](std::uint64_t v) { return parent_of(labels[v]); };
@@ -216,7 +215,7 @@ inline verdict validate_sssp(const csr& g, std::uint32_t root,
 
 /// --corrupt: damages the result of a search the way a bug would (the last reached vertex
 /// but the root: a BFS parent pointing to itself, an SSSP distance halved).
-inline void corrupt(std::vector<std::uint32_t>& parent, std::uint32_t root) {
+inline void corrupt(std::span<std::uint32_t> parent, std::uint32_t root) {
     for (std::uint64_t v = parent.size(); v-- > 0;) {
         if (v != root && parent[v] != no_vertex) {
             parent[v] = static_cast<std::uint32_t>(v);
@@ -224,7 +223,7 @@ inline void corrupt(std::vector<std::uint32_t>& parent, std::uint32_t root) {
         }
     }
 }
-inline void corrupt(std::vector<std::uint64_t>& labels, std::uint32_t root) {
+inline void corrupt(std::span<std::uint64_t> labels, std::uint32_t root) {
     for (std::uint64_t v = labels.size(); v-- > 0;) {
         if (v != root && parent_of(labels[v]) != no_vertex) {
             labels[v] = pack(dist_of(labels[v]) / 2, parent_of(labels[v]));
