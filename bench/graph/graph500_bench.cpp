@@ -63,8 +63,8 @@ struct options {
     int rounds = 3;
     int threads = 2;  // the OpenMP reference's threads
     std::vector<std::string> kernels = {"bfs", "sssp"};
-    std::vector<std::string> shapes = {"2x1", "1x2"};      // am: ranks x threads per rank
-    std::vector<std::string> baselines = {"omp", "pbgl"};  // each runs the kernels it has
+    std::vector<std::string> shapes = {"2x1", "1x2"};  // am: ranks x threads per rank
+    std::vector<std::string> baselines = {"omp", "omp-refined", "pbgl"};  // each its kernels
     std::string delta = "0";  // 0: automatic (am and the reference, one formula); PBGL 0.05
     std::string damping = "0.85";
     std::string tolerance = "1e-6";
@@ -109,10 +109,13 @@ std::vector<am::bench::option_spec> option_table(options& o, bool& quick) {
          [&o](const std::string& v) {
              o.shapes = am::bench::to_choices("--am-shape", v, {"2x1", "1x2", "1x1"});
          }},
-        {"--baseline", "B[,B]", "omp, pbgl (default omp,pbgl; 'none' for am alone)",
+        {"--baseline", "B[,B]",
+         "omp (GAP's algorithms), omp-refined (SSSP with --dedupe --light-heavy), pbgl "
+         "(default all three; 'none' for am alone)",
          [&o](const std::string& v) {
              o.baselines = v == "none" ? std::vector<std::string>{}
-                                       : am::bench::to_choices("--baseline", v, {"omp", "pbgl"});
+                                       : am::bench::to_choices("--baseline", v,
+                                                               {"omp", "omp-refined", "pbgl"});
          }},
         {"--threads", "T", "the OpenMP reference's threads (default 2)",
          am::bench::store_int(o.threads, "--threads", 1)},
@@ -205,7 +208,7 @@ std::vector<g500::teps_line> run_child(std::vector<std::string> argv,
 }
 
 /// The options of one system's run of `kernel`: am-graph500 and pbgl_baseline take the
-/// Graph500 ones; the OpenMP reference has bfs and sssp on Kronecker graphs only. `delta`:
+/// Graph500 ones; the OpenMP reference has bfs and sssp only (no PageRank options). `delta`:
 /// PBGL needs a number, so "0" (automatic) becomes am's choice of this round.
 std::vector<std::string> graph_args(const options& o, const std::string& system,
                                     const std::string& kernel, const std::string& delta) {
@@ -216,8 +219,9 @@ std::vector<std::string> graph_args(const options& o, const std::string& system,
                                   "--delta",      delta,
                                   "--seed",       o.seed,
                                   "--json"};
-    if (system != "omp") {
-        a.insert(a.end(), {"--damping", o.damping, "--tolerance", o.tolerance, "--graph", o.graph});
+    a.insert(a.end(), {"--graph", o.graph});
+    if (!system.starts_with("omp")) {
+        a.insert(a.end(), {"--damping", o.damping, "--tolerance", o.tolerance});
     }
     return a;
 }
@@ -356,7 +360,7 @@ double measure_hop(const options& o) {
 struct programs {
     const options& o;
     [[nodiscard]] const std::string& path(const std::string& system) const {
-        return system == "omp" ? o.omp : system == "pbgl" ? o.pbgl : o.am;
+        return system.starts_with("omp") ? o.omp : system == "pbgl" ? o.pbgl : o.am;
     }
     [[nodiscard]] bool have(const std::string& system) const { return executable(path(system)); }
 };
@@ -389,8 +393,10 @@ int pagerank_steps(const std::optional<g500::teps_line>& am_line, int& before) {
 std::vector<std::string> baseline_command(const options& o, const std::string& baseline,
                                           const std::vector<std::string>& args, int steps) {
     std::vector<std::string> cmd;
-    if (baseline == "omp") {
+    if (baseline == "omp" || baseline == "omp-refined") {
         cmd = {o.omp, "--threads", std::to_string(o.threads)};
+        // The two refinements am's SSSP has too (omp_graph_ref --help).
+        if (baseline == "omp-refined") cmd.insert(cmd.end(), {"--dedupe", "--light-heavy"});
     } else {
         // mpirun binds PBGL's processes to cores when there are two (am-graph500 does not pin
         // its ranks; docs/graph.md says so beside the figures).
@@ -408,9 +414,10 @@ std::vector<std::string> baseline_command(const options& o, const std::string& b
 }
 
 /// Whether `baseline` runs `kernel` on this graph.
-bool runs_kernel(const options& o, const std::string& baseline, const std::string& kernel) {
-    if (baseline != "omp") return true;
-    return (kernel == "bfs" || kernel == "sssp") && o.graph == "kronecker";
+bool runs_kernel(const std::string& baseline, const std::string& kernel) {
+    if (baseline == "pbgl") return true;
+    if (baseline == "omp-refined") return kernel == "sssp";  // its options change SSSP only
+    return kernel == "bfs" || kernel == "sssp";
 }
 
 /// One round of one kernel: am in each shape, then each baseline that has the kernel.
@@ -432,7 +439,7 @@ bool run_round(const options& o, const programs& have, const std::string& k, dou
         if (!first_am) first_am = line;
     }
     for (const std::string& b : o.baselines) {
-        if (!have.have(b) || !runs_kernel(o, b, k)) continue;
+        if (!have.have(b) || !runs_kernel(b, k)) continue;
         const int steps =
             b == "pbgl" && k == "pagerank" ? pagerank_steps(first_am, iterations[k]) : 0;
         std::string delta = o.delta;
