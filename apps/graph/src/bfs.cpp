@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,24 @@ namespace {
 constexpr std::size_t vertices_per_chunk = 64;  // top-down: frontier vertices a thread takes
 constexpr std::size_t words_per_chunk = 16;     // bottom-up: 1024 local vertices
 
+/// The CSR's targets without the weights, 4 bytes an entry (GAP runs its BFS on an
+/// unweighted graph too): a search reads half the bytes of the weighted lists. Built once per
+/// kernel, not per search.
+struct target_lists {
+    const csr_graph& g;
+    std::vector<std::uint32_t> targets;
+
+    explicit target_lists(const csr_graph& graph) : g(graph), targets(graph.adj.size()) {
+        for (std::size_t i = 0; i < targets.size(); ++i) targets[i] = graph.adj[i].target;
+    }
+    [[nodiscard]] std::span<const std::uint32_t> of(std::uint32_t local) const noexcept {
+        return {targets.data() + g.offsets[local], targets.data() + g.offsets[local + 1]};
+    }
+    [[nodiscard]] const std::uint32_t* first(std::uint64_t local) const noexcept {
+        return targets.data() + g.offsets[local];
+    }
+};
+
 /// Prefetches the adjacency of the unreached vertices `depth` ahead of a bottom-up
 /// search, in the order it takes them: a cursor over the unreached bits of words
 /// [first, end) (as they were when it passed; a prefetch is only a hint). At SCALE 20 the
@@ -25,8 +44,9 @@ constexpr std::size_t words_per_chunk = 16;     // bottom-up: 1024 local vertice
 class lookahead {
   public:
     static constexpr int depth = 16;
-    lookahead(const bitmap& visited, const csr_graph& g, std::uint64_t first, std::uint64_t end)
-        : _visited(visited), _g(g), _word(first), _end(end) {
+    lookahead(const bitmap& visited, const csr_graph& g, const target_lists& lists,
+              std::uint64_t first, std::uint64_t end)
+        : _visited(visited), _g(g), _lists(lists), _word(first), _end(end) {
         if (_word < _end) _bits = ~_visited.words()[_word];
         for (int i = 0; i < depth; ++i) next();
     }
@@ -38,12 +58,13 @@ class lookahead {
         }
         const std::uint64_t v = _word * 64 + static_cast<unsigned>(__builtin_ctzll(_bits));
         _bits &= _bits - 1;
-        if (v < _g.local_n) __builtin_prefetch(_g.adj.data() + _g.offsets[v]);
+        if (v < _g.local_n) __builtin_prefetch(_lists.first(v));
     }
 
   private:
     const bitmap& _visited;
     const csr_graph& _g;
+    const target_lists& _lists;
     std::uint64_t _word;
     const std::uint64_t _end;  // with threads, the chunk's end: others write beyond it
     std::uint64_t _bits = 0;
@@ -57,6 +78,8 @@ struct bfs_kernel::state {
     kernel_options opt;
     reductions red;
     search_result* out = nullptr;
+    target_lists lists;
+    std::uint64_t adjacency_total = 0;     // Σ over ranks of the adjacency entries
     bitmap visited;                        // local vertices reached
     bitmap front;                          // global: the current frontier (bottom-up levels)
     std::vector<std::uint32_t> cur, next;  // local frontier queues
@@ -76,6 +99,7 @@ struct bfs_kernel::state {
           g(graph),
           opt(o),
           red(c),
+          lists(graph),
           visited(graph.local_n),
           front(graph.part.n()),
           parallel(o.threads != 1),
@@ -94,6 +118,7 @@ struct bfs_kernel::state {
           visits(visit_msg),
           frontier_words(c, front, "bfs.frontier") {
         workers = make_crew(c, o.threads, "bfs_kernel");
+        adjacency_total = red.sum(graph.adj.size());
     }
 
     void reach(std::uint32_t local, std::uint32_t parent) {
@@ -119,16 +144,16 @@ struct bfs_kernel::state {
     template <bool Parallel>
     void expand(std::uint32_t u) {
         const std::uint32_t parent = g.first + u;
-        for (const adjacency& a : g.neighbours(u)) {
-            const int dest = g.part.owner(a.target);
+        for (const std::uint32_t target : lists.of(u)) {
+            const int dest = g.part.owner(target);
             if (dest == g.rank) {
                 if constexpr (Parallel) {
-                    claim(a.target - g.first, parent);
+                    claim(target - g.first, parent);
                 } else {
-                    reach(a.target - g.first, parent);
+                    reach(target - g.first, parent);
                 }
             } else {
-                visits.send(visit{a.target, parent}, dest);
+                visits.send(visit{target, parent}, dest);
             }
         }
     }
@@ -184,9 +209,9 @@ struct bfs_kernel::state {
             todo &= todo - 1;
             if (local >= g.local_n) break;
             ahead.next();
-            for (const adjacency& a : g.neighbours(static_cast<std::uint32_t>(local))) {
-                if (front.test(a.target)) {
-                    found(static_cast<std::uint32_t>(local), a.target);
+            for (const std::uint32_t target : lists.of(static_cast<std::uint32_t>(local))) {
+                if (front.test(target)) {
+                    found(static_cast<std::uint32_t>(local), target);
                     break;
                 }
             }
@@ -197,7 +222,7 @@ struct bfs_kernel::state {
     void bottom_up() {
         exchange_frontier();
         const std::uint64_t words = visited.word_count();
-        lookahead ahead(visited, g, 0, words);
+        lookahead ahead(visited, g, lists, 0, words);
         for (std::uint64_t wi = 0; wi < words; ++wi) {
             search_parents(
                 wi, [this](std::uint32_t local, std::uint32_t parent) { reach(local, parent); },
@@ -217,7 +242,7 @@ struct bfs_kernel::state {
                     const std::size_t i = cursor.fetch_add(words_per_chunk);
                     if (i >= words) break;
                     const std::size_t end = std::min(i + words_per_chunk, words);
-                    lookahead ahead(visited, g, i, end);
+                    lookahead ahead(visited, g, lists, i, end);
                     for (std::size_t wi = i; wi < end; ++wi) {
                         std::uint64_t bits = 0;
                         search_parents(
@@ -263,7 +288,7 @@ struct bfs_kernel::state {
         cur.clear();
         next.clear();
         next_degrees = reached_degrees = 0;
-        std::uint64_t unexplored = red.sum(g.adj.size());  // m_u: edges to check
+        std::uint64_t unexplored = adjacency_total;  // m_u: edges to check
         if (g.owns(root)) {
             reach(root - g.first, root);
         }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -64,20 +65,28 @@ struct visit {
 /// SSSP final vertices). Words are owned by one rank each (the partition's chunk is a
 /// multiple of 64), so a receiver simply overwrites the word (an atomic store: other handler
 /// threads of the rank may be reading the bitmap). Creation is collective; `send` must be
-/// called inside an epoch, and the words have arrived everywhere when it ends.
+/// called inside an epoch, and the words have arrived everywhere when it ends. The words go
+/// through a coalescing layer: a BFS bottom-up level sends every non-empty word of the rank's
+/// frontier (2048 at SCALE 18 on 2 ranks), which as one message each cost a core send and a
+/// poll apiece (~840 instructions; now one message per 16 KiB buffer).
 class word_broadcast {
   public:
     word_broadcast(context& ctx, bitmap& target, std::string_view name)
         : _ctx(&ctx),
           _target(&target),
           _msg(
-              ctx, [this](const word& w) { _target->store_word_shared(w.index, w.bits); }, name) {}
+              ctx,
+              [this](int, std::span<const word> batch) {
+                  for (const word& w : batch) _target->store_word_shared(w.index, w.bits);
+              },
+              name),
+          _out(_msg) {}
 
     /// Sends word `index` of the target, as it is now, to every other rank.
     void send(std::uint64_t index) {
         const word w{_target->words()[index], index};
         for (int r = 0; r < _ctx->size(); ++r) {
-            if (r != _ctx->rank()) _msg.send(w, r);
+            if (r != _ctx->rank()) _out.send(w, r);
         }
     }
 
@@ -89,6 +98,7 @@ class word_broadcast {
     context* _ctx;
     bitmap* _target;
     message_type<word> _msg;
+    coalesced<word> _out;
 };
 
 }  // namespace am::graph
