@@ -92,6 +92,7 @@ struct alignas(64) lane {
     std::vector<std::uint32_t> settled;               // removed from the current bucket
     std::vector<std::uint32_t> touched;               // their done_in_round bit is set
     std::vector<std::uint32_t> round;                 // the part of the bucket being relaxed
+    std::vector<std::uint32_t> fused;                 // one rank thread: handler-side fusion
     std::vector<outbox> outboxes;                     // threads > 1: [owner]
     std::vector<std::vector<relax>> mail;             // threads > 1: chunks taken from its mailbox
     std::vector<std::uint64_t> dirty_words;  // words of final_global it changed this bucket
@@ -113,6 +114,8 @@ struct sssp_kernel::state {
     std::vector<float> dist;
     std::vector<std::uint32_t> pred;
     std::uint64_t floor_bucket = 0;  // improvements go to this bucket or a later one
+    bool fuse_arrivals = false;      // one rank thread, light round: handlers fuse (see below)
+    bool fusing = false;             // a handler is fusing: nested ones only queue
     std::uint32_t slice = 0;         // threads > 1: vertices per thread
     std::uint64_t ring = 0;          // bucket queues per lane, a power of two
     std::vector<lane> lanes;
@@ -252,6 +255,7 @@ struct sssp_kernel::state {
     void receive(std::span<const relax> batch) {
         if (!parallel) {
             receive_into<false>(lanes[0], batch);
+            if (fuse_arrivals && !fusing) fuse_arrived(lanes[0]);
             return;
         }
         const int t = workers->self();
@@ -424,10 +428,10 @@ struct sssp_kernel::state {
     /// Relaxes the inner short edges of the vertices in `L.round` that are still in bucket
     /// `b` and not relaxed at their current distance yet.
     template <bool Parallel>
-    void relax_light(lane& L, std::uint64_t b) {
-        for (std::size_t i = 0; i < L.round.size(); ++i) {
-            next_vertex<Parallel>(L, L.round, i);
-            const std::uint32_t u = L.round[i];
+    void relax_light(lane& L, const std::vector<std::uint32_t>& list, std::uint64_t b) {
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            next_vertex<Parallel>(L, list, i);
+            const std::uint32_t u = list[i];
             const float du = dist[u];
             // A queue entry is stale when a later improvement queued the vertex in an earlier
             // bucket: that bucket is done, so the vertex is final (its distance never leaves
@@ -452,10 +456,30 @@ struct sssp_kernel::state {
         do {
             L.round.clear();
             L.round.swap(queue(L, b));
-            relax_light<Parallel>(L, b);
+            relax_light<Parallel>(L, L.round, b);
             if constexpr (Parallel) take_mail(L);
         } while (opt.bucket_fusion && !queue(L, b).empty() && queue(L, b).size() < fuse_below);
         relaxes.flush();  // this thread's buffers
+    }
+
+    /// One rank thread, in a light round's relaxation handler: relaxes what the batch put in
+    /// the current bucket, and what that relaxes into it, while it is small — bucket fusion
+    /// across ranks, as one thread fuses its own improvements. Handlers nested in its sends
+    /// only queue (`fusing`); this loop takes their entries. The round's epoch then ends with
+    /// the bucket done on every rank instead of leaving the arrivals to another round (two
+    /// epochs), and runs the general detector, as its handlers send.
+    void fuse_arrived(lane& L) {
+        struct guard {
+            bool& flag;
+            ~guard() { flag = false; }
+        } reset{fusing};
+        fusing = true;
+        const std::uint64_t b = floor_bucket;
+        while (!queue(L, b).empty() && queue(L, b).size() < fuse_below) {
+            L.fused.clear();
+            L.fused.swap(queue(L, b));
+            relax_light<false>(L, L.fused, b);
+        }
     }
 
     /// Relaxes the outer short and heavy edges of `L`'s settled vertices, whose distances are
@@ -480,8 +504,8 @@ struct sssp_kernel::state {
     /// until the epoch has ended. Relaxations handed over after that (by handlers) wait in
     /// the mailboxes.
     template <class Work>
-    void in_epoch(Work&& work) {
-        epoch ep(ctx, {.depth = 0});
+    void in_epoch(Work&& work, int depth = 0) {
+        epoch ep(ctx, {.depth = depth});
         if (!parallel) {
             work(lanes[0]);
             ep.end();
@@ -517,7 +541,12 @@ struct sssp_kernel::state {
         if (parallel) {
             in_epoch([&](lane& L) { light_work<true>(L, b); });
         } else {
-            in_epoch([&](lane& L) { light_work<false>(L, b); });
+            struct guard {
+                bool& flag;
+                ~guard() { flag = false; }
+            } reset{fuse_arrivals};
+            fuse_arrivals = opt.bucket_fusion;
+            in_epoch([&](lane& L) { light_work<false>(L, b); }, fuse_arrivals ? -1 : 0);
             clear_touched(lanes[0]);
         }
     }
