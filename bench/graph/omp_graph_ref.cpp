@@ -46,6 +46,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -66,6 +68,7 @@ struct options {
     bool json = false;
     bool quiet = false;
     bool validate = true;
+    bool validate_after = false;
     bool corrupt = false;
     sssp_variant sssp;
 };
@@ -92,12 +95,29 @@ void print_root(const char* name, std::uint32_t root, double t, const search_sta
     }
 }
 
+/// Validates one search's result; says what failed.
+template <class Check, class Array>
+bool passes(const char* name, std::uint32_t root, const search_stats& s, const Array& result,
+            Check& check) {
+    const verdict v = check(root, s, result);
+    if (!v) return true;
+    std::fprintf(stderr,
+                 "omp_graph_ref: %s from root %u failed validation: rule '%s' broken at vertex "
+                 "%llu\n",
+                 name, root, v->rule.c_str(), static_cast<unsigned long long>(v->vertex));
+    return false;
+}
+
 /// One untimed warm-up from the first root, then per root a timed search and, outside the
-/// timing, its validation. `result()` is the search's result (for --corrupt and `check`).
+/// timing, its validation (with --validate-after, of every kept result once all the timed
+/// searches are done, as am-graph500 --validate-after). `result()` is the search's result
+/// (for --corrupt and `check`).
 template <class Search, class Result, class Check>
 figures measure(const options& o, const std::vector<std::uint32_t>& roots, const char* name,
                 Search& search, Result&& result, Check&& check) {
     figures f;
+    using array = std::remove_cvref_t<decltype(result())>;
+    std::vector<std::pair<search_stats, array>> kept;
     (void)search.run(roots.front());
     for (const std::uint32_t root : roots) {
         const double t0 = now();
@@ -108,17 +128,15 @@ figures measure(const options& o, const std::vector<std::uint32_t>& roots, const
         f.teps.push_back(static_cast<double>(s.edges) / t);
         f.levels.push_back(s.levels);
         if (o.corrupt) corrupt(result(), root);
-        if (o.validate) {
-            if (const verdict v = check(root, s)) {
-                std::fprintf(stderr,
-                             "omp_graph_ref: %s from root %u failed validation: rule '%s' broken "
-                             "at vertex %llu\n",
-                             name, root, v->rule.c_str(),
-                             static_cast<unsigned long long>(v->vertex));
-                ++f.failed;
-            }
+        if (o.validate && o.validate_after) {
+            kept.emplace_back(s, result());
+        } else if (o.validate && !passes(name, root, s, result(), check)) {
+            ++f.failed;
         }
         if (!o.quiet) print_root(name, root, t, s);
+    }
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+        if (!passes(name, roots[i], kept[i].first, kept[i].second, check)) ++f.failed;
     }
     return f;
 }
@@ -282,6 +300,10 @@ std::vector<am::bench::option_spec> option_table(options& o) {
          "relaxed in the bucket steps and the heavy ones once per vertex when its\n"
          "bucket is done (a step more per bucket); off by default",
          store_flag(o.sssp.light_heavy)},
+        {"--validate-after", nullptr,
+         "validate every result once all the timed searches are done (they are kept), so no "
+         "validation runs between two of them (am-graph500 --validate-after)",
+         store_flag(o.validate_after)},
         {"--corrupt", nullptr, "debug: damage every result before validation (must fail)",
          store_flag(o.corrupt)},
     };
@@ -312,8 +334,8 @@ int run_kernel(const options& o, const std::string& kernel, const csr& g,
         bfs_search search(g, o.alpha, o.beta);
         const figures f = measure(
             o, roots, "bfs", search, [&]() -> auto& { return search.parents(); },
-            [&](std::uint32_t root, const search_stats& s) {
-                return validate_bfs(g, root, search.parents(), s, sequential);
+            [&](std::uint32_t root, const search_stats& s, const auto& parents) {
+                return validate_bfs(g, root, parents, s, sequential);
             });
         report(o, "bfs", f, threads, "");
         return f.failed;
@@ -325,8 +347,8 @@ int run_kernel(const options& o, const std::string& kernel, const csr& g,
     sssp_search search(g, delta, threads, o.sssp);
     const figures f = measure(
         o, roots, "sssp", search, [&]() -> auto& { return search.labels(); },
-        [&](std::uint32_t root, const search_stats& s) {
-            return validate_sssp(g, root, search.labels(), s, sequential);
+        [&](std::uint32_t root, const search_stats& s, const auto& labels) {
+            return validate_sssp(g, root, labels, s, sequential);
         });
     report(o, "sssp", f, threads,
            std::string(",\"delta\":") + text + (o.sssp.dedupe ? ",\"dedupe\":true" : "") +
