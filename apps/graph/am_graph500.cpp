@@ -11,6 +11,7 @@
 // phase, root i of n, the elapsed and the estimated remaining time.
 #include <graph/graph.hpp>
 #include <graph/progress.hpp>
+#include <graph/statistics.hpp>
 
 #include <am/am.hpp>
 
@@ -237,45 +238,10 @@ std::uint64_t peak_rss() {
     return 0;
 }
 
-struct summary {
-    double min, q1, median, q3, max, mean, stddev;
-};
-
-summary summarize(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    auto quantile = [&](double q) {
-        const double pos = q * static_cast<double>(v.size() - 1);
-        const auto lo = static_cast<std::size_t>(pos);
-        const std::size_t hi = std::min(lo + 1, v.size() - 1);
-        return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-    };
-    double sum = 0, sq = 0;
-    for (double x : v) sum += x;
-    const double mean = sum / static_cast<double>(v.size());
-    for (double x : v) sq += (x - mean) * (x - mean);
-    const double sd = v.size() > 1 ? std::sqrt(sq / static_cast<double>(v.size() - 1)) : 0;
-    return {v.front(), quantile(0.25), quantile(0.5), quantile(0.75), v.back(), mean, sd};
-}
-
-void print_summary(const char* kernel, const char* what, const summary& s) {
-    std::printf(
-        "%s min_%s: %.6g\n%s firstquartile_%s: %.6g\n%s median_%s: %.6g\n"
-        "%s thirdquartile_%s: %.6g\n%s max_%s: %.6g\n%s mean_%s: %.6g\n"
-        "%s stddev_%s: %.6g\n",
-        kernel, what, s.min, kernel, what, s.q1, kernel, what, s.median, kernel, what, s.q3, kernel,
-        what, s.max, kernel, what, s.mean, kernel, what, s.stddev);
-}
-
-/// Graph500's TEPS figure: the harmonic mean, and its standard deviation as the spec gives it.
-void harmonic(const std::vector<double>& teps, double& hmean, double& hstddev) {
-    double inv = 0;
-    for (double t : teps) inv += 1 / t;
-    const double n = static_cast<double>(teps.size());
-    hmean = n / inv;
-    double sq = 0;
-    for (double t : teps) sq += (1 / t - inv / n) * (1 / t - inv / n);
-    hstddev = n > 1 ? std::sqrt(sq) / (n - 1) * hmean * hmean : 0;
-}
+using am::graph::stats::harmonic;
+using am::graph::stats::print_summary;
+using am::graph::stats::summarize;
+using am::graph::stats::summary;
 
 struct graph_info {
     double generation = 0;
@@ -356,8 +322,7 @@ figures measure(am::context& ctx, const options& o, const std::vector<std::uint3
 void report(const options& o, const am::config& cfg, int ranks, kernel_kind kind, const figures& f,
             const graph_info& info) {
     const char* name = to_string(kind);
-    double hmean = 0, hsd = 0;
-    harmonic(f.teps, hmean, hsd);
+    const auto [hmean, hsd] = harmonic(f.teps);
     std::printf("%s NBFS: %zu\n", name, f.times.size());
     print_summary(name, "time", summarize(f.times));
     print_summary(name, "nedge", summarize(f.edges));

@@ -10,14 +10,29 @@
 
 #include "lib/report.hpp"
 
+#include <graph/generator.hpp>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace am::bench::graph500 {
+
+/// A baseline's option check: exits with status 2, naming `who` and the bad field, when `spec`
+/// is not a graph the generator makes (graph::check_spec).
+inline void check_spec_or_exit(const am::graph::graph_spec& spec, const char* who) {
+    try {
+        am::graph::check_spec(spec);
+    } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "%s: %s (try --help)\n", who, e.what());
+        std::exit(2);
+    }
+}
 
 /// One kernel's TEPS over its roots, as one JSON line.
 struct teps_line {

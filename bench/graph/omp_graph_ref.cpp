@@ -35,6 +35,8 @@
 #include "graph/omp_graph_validate.hpp"
 #include "lib/options.hpp"
 
+#include <graph/statistics.hpp>
+
 #include <omp.h>
 
 #include <algorithm>
@@ -141,45 +143,10 @@ figures measure(const options& o, const std::vector<std::uint32_t>& roots, const
     return f;
 }
 
-struct summary {
-    double min, q1, median, q3, max, mean, stddev;
-};
-
-summary summarize(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    auto quantile = [&](double q) {
-        const double pos = q * static_cast<double>(v.size() - 1);
-        const auto lo = static_cast<std::size_t>(pos);
-        const std::size_t hi = std::min(lo + 1, v.size() - 1);
-        return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-    };
-    double sum = 0, sq = 0;
-    for (const double x : v) sum += x;
-    const double mean = sum / static_cast<double>(v.size());
-    for (const double x : v) sq += (x - mean) * (x - mean);
-    const double sd = v.size() > 1 ? std::sqrt(sq / static_cast<double>(v.size() - 1)) : 0;
-    return {v.front(), quantile(0.25), quantile(0.5), quantile(0.75), v.back(), mean, sd};
-}
-
-void print_summary(const char* kernel, const char* what, const summary& s) {
-    std::printf(
-        "%s min_%s: %.6g\n%s firstquartile_%s: %.6g\n%s median_%s: %.6g\n"
-        "%s thirdquartile_%s: %.6g\n%s max_%s: %.6g\n%s mean_%s: %.6g\n"
-        "%s stddev_%s: %.6g\n",
-        kernel, what, s.min, kernel, what, s.q1, kernel, what, s.median, kernel, what, s.q3, kernel,
-        what, s.max, kernel, what, s.mean, kernel, what, s.stddev);
-}
-
-/// Graph500's harmonic mean of the TEPS and its standard deviation.
-std::pair<double, double> harmonic(const std::vector<double>& teps) {
-    double inv = 0;
-    for (const double t : teps) inv += 1 / t;
-    const double n = static_cast<double>(teps.size());
-    const double hmean = n / inv;
-    double sq = 0;
-    for (const double t : teps) sq += (1 / t - inv / n) * (1 / t - inv / n);
-    return {hmean, n > 1 ? std::sqrt(sq) / (n - 1) * hmean * hmean : 0};
-}
+using am::graph::stats::harmonic;
+using am::graph::stats::print_summary;
+using am::graph::stats::summarize;
+using am::graph::stats::summary;
 
 const char* graph_name(const gen::graph_spec& s) {
     return s.kind == gen::graph_kind::kronecker ? "kronecker" : "er";
@@ -317,12 +284,7 @@ options parse(int argc, char** argv) {
     options o;
     o.spec.scale = 18;
     (void)am::bench::parse_args(argc, argv, usage_text, option_table(o));
-    try {
-        gen::check_spec(o.spec);
-    } catch (const std::invalid_argument& e) {
-        std::fprintf(stderr, "omp_graph_ref: %s (try --help)\n", e.what());
-        std::exit(2);
-    }
+    am::bench::graph500::check_spec_or_exit(o.spec, "omp_graph_ref");
     return o;
 }
 

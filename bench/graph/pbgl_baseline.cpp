@@ -206,12 +206,7 @@ options parse(int argc, char** argv) {
     options o;
     o.spec.scale = 18;
     (void)am::bench::parse_args(argc, argv, usage_text, option_table(o));
-    try {
-        gen::check_spec(o.spec);
-    } catch (const std::invalid_argument& e) {
-        std::fprintf(stderr, "pbgl_baseline: %s (try --help)\n", e.what());
-        std::exit(2);
-    }
+    am::bench::graph500::check_spec_or_exit(o.spec, "pbgl_baseline");
     return o;
 }
 
