@@ -285,6 +285,10 @@ figures measure(am::context& ctx, const options& o, const std::vector<std::uint3
     search_result r;
     std::vector<search_result> kept;
     kernel.run(roots.front(), r);
+    // Room for every result, allocated and touched before the timed searches (copies of the
+    // warm-up's): each search's result is swapped in, so nothing is copied or allocated
+    // between two searches.
+    if (o.validate_after) kept.assign(roots.size(), r);
     for (const std::uint32_t root : roots) {
         ctx.barrier();
         const double t0 = now();
@@ -295,7 +299,7 @@ figures measure(am::context& ctx, const options& o, const std::vector<std::uint3
         f.teps.push_back(static_cast<double>(r.edges) / t);
         f.levels.push_back(r.levels);
         if (o.validate_after) {
-            kept.push_back(r);
+            std::swap(r, kept[f.times.size() - 1]);
         } else if (o.validate && !valid(check, kind, root, r)) {
             ++f.failed;
         }

@@ -104,7 +104,7 @@ std::vector<am::bench::option_spec> option_table(options& o, bool& quick) {
          }},
         {"--delta", "D",
          "SSSP delta-stepping bucket width (default 0: am's automatic choice, which the "
-         "reference computes alike; PBGL then gets 0.05)",
+         "reference computes alike; PBGL then gets am's choice of the round, 0.05 without one)",
          am::bench::store_text(o.delta)},
         {"--am-shape", "RxT[,RxT]", "am's ranks x threads per rank (default 2x1,1x2)",
          [&o](const std::string& v) {
@@ -265,11 +265,14 @@ std::optional<g500::teps_line> run_system(const std::string& system, std::vector
     return std::nullopt;
 }
 
-/// A hop below this is the "near" vCPU state, at or above it "far" (docs/graph.md).
+/// A hop below `near_hop_us` is the "near" vCPU state, one at or above `far_hop_us` "far"
+/// (0.15–0.4 µs on this VM), one between them "middle" (docs/graph.md).
 constexpr double near_hop_us = 0.1;
+constexpr double far_hop_us = 0.15;
 
 const char* hop_state(double hop_us) {
-    return hop_us <= 0 ? "unmeasured" : hop_us < near_hop_us ? "near" : "far";
+    if (hop_us <= 0) return "unmeasured";
+    return hop_us < near_hop_us ? "near" : hop_us < far_hop_us ? "middle" : "far";
 }
 
 /// The TEPS of the samples taken in hop state `state` (all of them when empty).
@@ -332,18 +335,18 @@ void print_ratio(const options& o, const comparison& c, const std::vector<sample
 }
 
 /// The ratio lines of one comparison: over all rounds, and per hop state when the rounds
-/// saw both.
+/// saw more than one.
 void print_ratios(const options& o, const comparison& c, const series& runs) {
     const auto am_it = runs.find({c.kernel, "am " + c.shape});
     const auto base_it = runs.find({c.kernel, c.baseline});
     if (am_it == runs.end() || base_it == runs.end()) return;
     print_ratio(o, c, am_it->second, base_it->second, "");
-    const bool near = !teps_in(am_it->second, "near").empty();
-    const bool far = !teps_in(am_it->second, "far").empty();
-    if (near && far) {
-        print_ratio(o, c, am_it->second, base_it->second, "near");
-        print_ratio(o, c, am_it->second, base_it->second, "far");
+    std::vector<const char*> seen;
+    for (const char* state : {"near", "middle", "far"}) {
+        if (!teps_in(am_it->second, state).empty()) seen.push_back(state);
     }
+    if (seen.size() < 2) return;
+    for (const char* state : seen) print_ratio(o, c, am_it->second, base_it->second, state);
 }
 
 /// The cache-line hop between the two cores now, printed as a JSON line; 0 when it could not
@@ -434,7 +437,13 @@ bool run_round(const options& o, const programs& have, const std::string& k, dou
     std::optional<g500::teps_line> first_am;
     for (const std::string& shape : o.shapes) {
         if (!have.have("am")) break;
-        if (shape[2] != '1' && k != "bfs" && k != "sssp") continue;  // threads: bfs, sssp only
+        if (shape[2] != '1' && k != "bfs" && k != "sssp") {  // threads: bfs and sssp only
+            std::fprintf(stderr,
+                         "graph500_bench: am %s skipped for %s (--threads > 1 runs bfs "
+                         "and sssp only)\n",
+                         shape.c_str(), k.c_str());
+            continue;
+        }
         std::vector<std::string> cmd = {o.am,
                                         o.validate_between ? "--validate" : "--validate-after",
                                         "--threads", shape.substr(2)};
@@ -454,7 +463,9 @@ bool run_round(const options& o, const programs& have, const std::string& k, dou
         std::string delta = o.delta;
         if (b == "pbgl" && std::strtod(delta.c_str(), nullptr) <= 0) {
             const double chosen = first_am ? first_am->delta : 0;
-            delta = chosen > 0 ? std::to_string(chosen) : "0.05";
+            char text[32];
+            std::snprintf(text, sizeof text, "%.9g", chosen);
+            delta = chosen > 0 ? text : "0.05";
         }
         const auto cmd = baseline_command(o, b, graph_args(o, b, k, delta), steps);
         ok = run_system(b, cmd, {}, k, hop, runs).has_value() && ok;

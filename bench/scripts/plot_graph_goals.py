@@ -52,10 +52,12 @@ def rounds(paths):
 
 
 def state(hop):
-    return "unmeasured" if hop is None else "near" if hop < NEAR_HOP_US else "far"
+    if hop is None:
+        return "unmeasured"
+    return "near" if hop < NEAR_HOP_US else "middle" if hop < FAR_HOP_US else "far"
 
 
-NEAR_HOP_US = 0.1  # graph500_bench's threshold
+NEAR_HOP_US, FAR_HOP_US = 0.1, 0.15  # graph500_bench's thresholds
 
 # am shapes and baselines of the table: (label, predicate)
 SHAPES = [("2x1", SYSTEMS[0][1]), ("1x2", SYSTEMS[1][1])]
@@ -73,7 +75,7 @@ def table(all_rounds):
     for op, scale in keys:
         for shape, am_pick in SHAPES:
             for base, base_pick in BASELINES:
-                for st in ("all", "near", "far"):
+                for st in ("all", "near", "middle", "far"):
                     a, b, hops = [], [], []
                     for hop, runs in all_rounds:
                         if st != "all" and state(hop) != st:

@@ -37,6 +37,10 @@ class bitmap {
     void set_shared(std::uint64_t i) noexcept {
         word(i).store(_w[i >> 6] | (std::uint64_t{1} << (i & 63)), std::memory_order_relaxed);
     }
+    /// Clears bit i where this thread is the only one to write its word.
+    void reset_shared(std::uint64_t i) noexcept {
+        word(i).store(_w[i >> 6] & ~(std::uint64_t{1} << (i & 63)), std::memory_order_relaxed);
+    }
     void store_word_shared(std::uint64_t index, std::uint64_t bits) noexcept {
         std::atomic_ref<std::uint64_t>(_w[index]).store(bits, std::memory_order_relaxed);
     }
@@ -81,6 +85,9 @@ class word_broadcast {
               },
               name),
           _out(_msg) {}
+
+    /// Sends this thread's buffered words now (they would otherwise go at the epoch's end).
+    void flush() { _out.flush(); }
 
     /// Sends word `index` of the target, as it is now, to every other rank.
     void send(std::uint64_t index) {

@@ -224,6 +224,11 @@ struct sssp_kernel::state {
         if (!(d < dist[local])) return;
         dist[local] = d;
         pred[local] = parent;
+        // Rounding on a bucket boundary can lower a vertex whose bucket is done (a relaxation
+        // sent before its final word arrived): it is no longer final, and is relaxed again.
+        const std::uint64_t v = std::uint64_t{g.first} + local;
+        if (final_global.test_shared(v)) [[unlikely]]
+            final_global.reset_shared(v);
         // Never below the bucket being processed: rounding in d·(1/Δ) may put a distance
         // reached by a heavy edge back into the bucket whose heavy round is running.
         const std::uint64_t b = std::max(bucket_of(d), floor_bucket);
@@ -434,9 +439,9 @@ struct sssp_kernel::state {
             const std::uint32_t u = list[i];
             const float du = dist[u];
             // A queue entry is stale when a later improvement queued the vertex in an earlier
-            // bucket: that bucket is done, so the vertex is final (its distance never leaves
-            // the bucket range it was queued for upwards, and one queued below the floor is
-            // not final yet).
+            // bucket: that bucket is done, so the vertex is final (distances only fall, and a
+            // vertex queued in the floor bucket is not final yet; `improve` clears the bit of
+            // a final vertex that rounding lowers, so that one is relaxed again).
             if (is_final<Parallel>(u) || done_in_round.test_and_set(u)) continue;
             L.touched.push_back(u);
             if (!in_settled.test_and_set(u)) L.settled.push_back(u);
@@ -574,6 +579,9 @@ struct sssp_kernel::state {
             word_dirty[w - (g.first >> 6)] = 0;
         }
         L.dirty_words.clear();
+        // Now, not at the heavy epoch's end: the other ranks skip relaxations towards these
+        // vertices during the heavy round.
+        final_words.flush();
     }
 
     void heavy_round(std::uint64_t b) {
