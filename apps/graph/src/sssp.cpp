@@ -65,6 +65,18 @@ constexpr std::size_t mail_every = 16;
 /// lowering labels in place would move one line per relaxation, at random.
 constexpr std::size_t chunk_relaxations = 256;
 
+/// Sets a flag for a scope and clears it on leaving, also by an exception.
+class flag_scope {
+  public:
+    flag_scope(bool& flag, bool value) : _flag(flag) { _flag = value; }
+    ~flag_scope() { _flag = false; }
+    flag_scope(const flag_scope&) = delete;
+    flag_scope& operator=(const flag_scope&) = delete;
+
+  private:
+    bool& _flag;
+};
+
 struct outbox {
     std::vector<relax> filling;  // relax::vertex is local
     std::uint64_t min_bucket = no_bucket;
@@ -474,11 +486,7 @@ struct sssp_kernel::state {
     /// the bucket done on every rank instead of leaving the arrivals to another round (two
     /// epochs), and runs the general detector, as its handlers send.
     void fuse_arrived(lane& L) {
-        struct guard {
-            bool& flag;
-            ~guard() { flag = false; }
-        } reset{fusing};
-        fusing = true;
+        const flag_scope scope(fusing, true);
         const std::uint64_t b = floor_bucket;
         while (!queue(L, b).empty() && queue(L, b).size() < fuse_below) {
             L.fused.clear();
@@ -546,11 +554,7 @@ struct sssp_kernel::state {
         if (parallel) {
             in_epoch([&](lane& L) { light_work<true>(L, b); });
         } else {
-            struct guard {
-                bool& flag;
-                ~guard() { flag = false; }
-            } reset{fuse_arrivals};
-            fuse_arrivals = opt.bucket_fusion;
+            const flag_scope scope(fuse_arrivals, opt.bucket_fusion);
             in_epoch([&](lane& L) { light_work<false>(L, b); }, fuse_arrivals ? -1 : 0);
             clear_touched(lanes[0]);
         }
