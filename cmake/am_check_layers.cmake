@@ -62,8 +62,10 @@ endfunction()
 function(am_check_transport src)
   am_layer_folders("${src}" _layers)
   list(REMOVE_ITEM _layers msg)  # `msg` is also the transport's word for a message
+  list(REMOVE_ITEM _layers coll)  # and `coll` its word for a collective (coll_id, coll_kind)
   # A layer's folder or namespace, and the calls whose collectives the transport once listed.
-  string(JOIN "|" _words ${_layers} mpix capi "am::msg" "src/msg" msg_layer epochs? windows?
+  string(JOIN "|" _words ${_layers} mpix capi "am::msg" "src/msg" msg_layer "am::coll" "src/coll"
+         coll_layer epochs? windows?
          traces? tracing rpcs?)
   set(_regex "(^|[^a-z0-9_])(${_words})([^a-z]|$)")
   file(GLOB_RECURSE _files "${src}/transport/*")

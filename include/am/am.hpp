@@ -4,6 +4,7 @@
 #pragma once
 
 #include <am/config.hpp>
+#include <am/coll.hpp>
 #include <am/context.hpp>
 #include <am/error.hpp>
 #include <am/handler.hpp>

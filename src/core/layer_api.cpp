@@ -116,6 +116,9 @@ bool job_failed(const context& ctx) noexcept {
 std::string failure_reason(const context& ctx) {
     return core_of(ctx).transport().failure_reason();
 }
+void fail_job(context& ctx, std::string_view reason) noexcept {
+    core_of(ctx).transport().fail_job(reason);
+}
 
 }  // namespace am::core
 

@@ -3,6 +3,7 @@
 // and one line below.
 #include "layers.hpp"
 
+#include "../coll/coll_layer.hpp"
 #include "../msg/msg_layer.hpp"
 #include "../oam/oam_sched.hpp"
 #include "../rma/rma_layer.hpp"
@@ -21,6 +22,7 @@ constexpr layer_entry library_layers[] = {
     {&detail::typed_layer::key, &make_layer<detail::typed_layer>},
     {&detail::window_layer::key, &make_layer<detail::window_layer>},
     {&tam::detail::machine::key, &make_layer<tam::detail::machine>},
+    {&coll::detail::coll_layer::key, &make_layer<coll::detail::coll_layer>},
 };
 
 }  // namespace

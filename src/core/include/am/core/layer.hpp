@@ -174,6 +174,10 @@ void allreduce_sum(context& ctx, collective kind, const std::uint64_t* in, std::
 /// True once any rank failed the job; `failure_reason` then says why.
 [[nodiscard]] bool job_failed(const context& ctx) noexcept;
 [[nodiscard]] std::string failure_reason(const context& ctx);
+/// Fails the job with `reason` (the first reason wins): every rank's waits then stop with
+/// errc::aborted carrying it. For a layer that found an error other ranks cannot see (a
+/// collective mismatch); the layer then throws its own error on this rank.
+void fail_job(context& ctx, std::string_view reason) noexcept;
 
 // ------------------------------------------------------------------------------------ tracing
 

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+// Machinery of <am/coll.hpp>: the byte-level request every collective becomes, how values of
+// user types become bytes and back, and how an operator is applied to them. Not an API.
+#pragma once
+
+#include <am/error.hpp>
+#include <am/serial.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
+#include <vector>
+
+namespace am {
+class context;
+}
+
+namespace am::coll {
+class team;
+}
+
+namespace am::coll::detail {
+
+struct team_state;  // src/coll/team.cpp
+
+using blob = std::vector<std::byte>;
+
+/// What a collective does; travels in every message of it (with the root, the operator and the
+/// per-rank size) so ranks in different collectives fail naming both.
+enum class kind : std::uint8_t {
+    barrier = 1,
+    broadcast = 2,
+    reduce = 3,
+    allreduce = 4,
+    inclusive_scan = 5,
+    exclusive_scan = 6,
+    gather = 7,
+    allgather = 8,
+    alltoall = 9,
+    split = 10,
+};
+
+/// acc = other_first ? op(other, acc) : op(acc, other). `other` covers the ranks just before
+/// (other_first) or just after acc's, so a non-commutative operator sees rank order.
+using combine_fn =
+    std::function<void(blob& acc, std::span<const std::byte> other, bool other_first)>;
+
+/// One collective call as the layer runs it.
+struct request {
+    kind what = kind::barrier;
+    const char* call = "";
+    int root = -1;                  // team rank of the root, -1 when none
+    std::uint64_t fixed_bytes = 0;  // bytes every rank contributes when they must be equal
+    bool fixed = false;             // whether fixed_bytes is checked
+    std::uint32_t op_id = 0;        // the operator's identity (0: none)
+    std::size_t elem = 0;  // >0: combine is element-wise on elements of this size (splittable)
+    std::vector<blob> in;  // 1 contribution; size() for alltoall
+    combine_fn combine;
+};
+
+/// Called once with the result: one blob (broadcast, reduce at the root, allreduce, scans;
+/// none for exclusive_scan at rank 0 and reduce elsewhere), size() blobs (gather at the root,
+/// allgather, alltoall), or none (barrier), or the error.
+using done_fn = std::function<void(std::vector<blob>&& out, std::exception_ptr error)>;
+
+/// Starts `r` on `t` (nonblocking); `done` runs from a poll of the team's rank.
+void start(const team& t, request&& r, done_fn done);
+/// Runs `r` on `t` and returns its result (blocking; polls while it waits).
+std::vector<blob> run(const team& t, request&& r);
+/// Throws am::error(invalid_argument) naming `call` for a team without members here.
+void check_team(const team& t, const char* call);
+[[noreturn]] void bad_root(const team& t, int root, const char* call);
+[[noreturn]] void bad_size(const team& t, std::size_t got, std::size_t want, const char* what,
+                           const char* call);
+
+/// A 32-bit identity for an operator type: the same on every rank of one program.
+template <class Op>
+std::uint32_t op_id() noexcept {
+    if constexpr (requires { Op::builtin_id; }) {
+        return Op::builtin_id;
+    } else {
+        std::uint32_t h = 2166136261u;  // FNV-1a of the type's name
+        for (const char* p = typeid(Op).name(); *p != 0; ++p) {
+            h = (h ^ static_cast<unsigned char>(*p)) * 16777619u;
+        }
+        return h | 0x80000000u;  // never a built-in's id
+    }
+}
+
+/// Values of T travel as their bytes when T is trivially copyable, else through
+/// am::serializer<T> (serial.hpp; cereal types with <am/rpc_cereal.hpp>).
+template <class T>
+inline constexpr bool bytewise = std::is_trivially_copyable_v<T>;
+
+template <class T>
+concept collective_value = bytewise<T> || sendable<T>;
+
+template <class T>
+blob to_blob(const T& v) {
+    blob b;
+    if constexpr (bytewise<T>) {
+        b.resize(sizeof(T));
+        std::memcpy(b.data(), &v, sizeof(T));
+    } else {
+        serial_writer w(b);
+        serializer<T>::write(w, v);
+    }
+    return b;
+}
+
+template <class T>
+T from_blob(std::span<const std::byte> b) {
+    if constexpr (bytewise<T>) {
+        T v;
+        if (b.size() != sizeof(T)) {
+            throw error(errc::invalid_argument, "am::coll: a value of " + std::to_string(b.size()) +
+                                                    " bytes arrived for a type of " +
+                                                    std::to_string(sizeof(T)) +
+                                                    " bytes (ranks disagree on a type)");
+        }
+        std::memcpy(&v, b.data(), sizeof(T));
+        return v;
+    } else {
+        // serial_reader wants a 16-byte aligned buffer: a vector's own storage is.
+        if (reinterpret_cast<std::uintptr_t>(b.data()) % 16 != 0) {
+            const blob copy(b.begin(), b.end());
+            serial_reader r(copy);
+            return serializer<T>::read(r);
+        }
+        serial_reader r(b);
+        return serializer<T>::read(r);
+    }
+}
+
+template <class T>
+blob span_blob(std::span<const T> s) {
+    blob b(s.size_bytes());
+    if (!s.empty()) std::memcpy(b.data(), s.data(), s.size_bytes());
+    return b;
+}
+
+template <class T>
+std::vector<T> blob_vector(std::span<const std::byte> b) {
+    std::vector<T> v(b.size() / sizeof(T));
+    if (!v.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+    return v;
+}
+
+/// Element-wise `op` over arrays of trivially copyable T.
+template <class T, class Op>
+combine_fn elementwise(Op op) {
+    return [op](blob& acc, std::span<const std::byte> other, bool other_first) {
+        const std::size_t n = acc.size() / sizeof(T);
+        for (std::size_t i = 0; i < n; ++i) {
+            T a, b;
+            std::memcpy(&a, acc.data() + i * sizeof(T), sizeof(T));
+            std::memcpy(&b, other.data() + i * sizeof(T), sizeof(T));
+            const T r = other_first ? static_cast<T>(op(b, a)) : static_cast<T>(op(a, b));
+            std::memcpy(acc.data() + i * sizeof(T), &r, sizeof(T));
+        }
+    };
+}
+
+/// `op` on whole values of T (serialized ones included).
+template <class T, class Op>
+combine_fn whole(Op op) {
+    if constexpr (bytewise<T>) {
+        return elementwise<T>(std::move(op));
+    } else {
+        return [op](blob& acc, std::span<const std::byte> other, bool other_first) {
+            T a = from_blob<T>(acc);
+            T b = from_blob<T>(other);
+            acc = to_blob<T>(other_first ? static_cast<T>(op(std::move(b), std::move(a)))
+                                         : static_cast<T>(op(std::move(a), std::move(b))));
+        };
+    }
+}
+
+}  // namespace am::coll::detail

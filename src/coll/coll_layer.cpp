@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+#include "coll_layer.hpp"
+
+#include "../util/error.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+// The handler, named for statistics ("am::coll::fragment").
+namespace am::coll {
+
+void fragment(token& t, std::span<const std::byte> data, std::uint64_t team, std::uint64_t seqstep,
+              std::uint64_t sig, std::uint64_t fixed, std::uint64_t total, std::uint64_t offset,
+              std::uint64_t aux) {
+    core::get<detail::coll_layer>(t.ctx(), detail::coll_layer::key, "am::coll")
+        .on_fragment(t.source(), data, team, seqstep, detail::signature{sig, fixed}, total, offset,
+                     aux);
+}
+
+}  // namespace am::coll
+
+namespace am::coll::detail {
+namespace {
+
+const char* kind_call(std::uint8_t k) {
+    switch (static_cast<kind>(k)) {
+        case kind::barrier:
+            return "am::coll::barrier";
+        case kind::broadcast:
+            return "am::coll::broadcast";
+        case kind::reduce:
+            return "am::coll::reduce";
+        case kind::allreduce:
+            return "am::coll::allreduce";
+        case kind::inclusive_scan:
+            return "am::coll::inclusive_scan";
+        case kind::exclusive_scan:
+            return "am::coll::exclusive_scan";
+        case kind::gather:
+            return "am::coll::gather";
+        case kind::allgather:
+            return "am::coll::allgather";
+        case kind::alltoall:
+            return "am::coll::alltoall";
+        case kind::split:
+            return "am::coll::team::split";
+    }
+    return "an unknown collective";
+}
+
+std::string rank_text(const team_state& t, int team_rank) {
+    std::string s = "rank " + std::to_string(team_rank);
+    if (t.id != 1) s += " (job rank " + std::to_string(t.members[team_rank]) + ")";
+    return s;
+}
+
+}  // namespace
+
+signature signature_of(const request& r) {
+    const auto root = static_cast<std::uint64_t>(r.root + 1) & 0xffffffu;
+    return {std::uint64_t{static_cast<std::uint8_t>(r.what)} << 56 | root << 32 | r.op_id,
+            r.fixed ? r.fixed_bytes + 1 : 0};
+}
+
+std::string describe(const signature& s) {
+    std::string d = kind_call(static_cast<std::uint8_t>(s.word >> 56));
+    const auto root = static_cast<std::int64_t>((s.word >> 32) & 0xffffffu) - 1;
+    if (root >= 0) d += " with root " + std::to_string(root);
+    const auto op = static_cast<std::uint32_t>(s.word);
+    if (op != 0 && op < 0x80000000u) {
+        static constexpr const char* names[] = {
+            "",        "sum",    "prod",    "min",         "max",
+            "bit_and", "bit_or", "bit_xor", "logical_and", "logical_or"};
+        d += std::string(" and operator am::coll::") + (op < 10 ? names[op] : "?");
+    } else if (op != 0) {
+        d += " and a user operator (id " + std::to_string(op) + ")";
+    }
+    if (s.fixed != 0) d += " of " + std::to_string(s.fixed - 1) + " bytes per rank";
+    return d;
+}
+
+/// Locks the layer's state only when a progress thread may run handlers concurrently.
+class coll_layer::guard {
+  public:
+    explicit guard(coll_layer& l) : _m(core::locking(l._ctx) ? &l._mutex : nullptr) {
+        if (_m != nullptr) _m->lock();
+    }
+    ~guard() {
+        if (_m != nullptr) _m->unlock();
+    }
+    guard(const guard&) = delete;
+    guard& operator=(const guard&) = delete;
+
+  private:
+    std::mutex* _m;
+};
+
+coll_layer::coll_layer(context& ctx, const config& cfg)
+    : _ctx(ctx),
+      _rank(ctx.rank()),
+      _chunk(ctx.max_medium()),
+      _timeout(cfg.epoch_timeout),
+      _h_fragment(ctx.handler<&coll::fragment>()) {
+    auto w = std::make_shared<team_state>();
+    w->ctx = &ctx;
+    w->id = 1;
+    w->rank = ctx.rank();
+    w->name = "world";
+    w->members.resize(static_cast<std::size_t>(ctx.size()));
+    w->of_world.resize(w->members.size());
+    for (int r = 0; r < ctx.size(); ++r) w->members[r] = w->of_world[r] = r;
+    _world = std::move(w);
+    core::set_deferred(ctx, [this] { return run_deferred(); });
+}
+
+coll_layer::~coll_layer() = default;
+
+std::string coll_layer::report() const {
+    if (_collectives == 0) return {};
+    return "coll: " + std::to_string(_collectives) + " collectives, " + std::to_string(_messages) +
+           " messages sent\n";
+}
+
+// ------------------------------------------------------------------------------- starting
+
+void coll_layer::start(const std::shared_ptr<team_state>& t, request&& r, done_fn done) {
+    auto o = std::make_unique<op>();
+    o->team = t;
+    o->seq = ++t->next_seq;
+    o->sig = signature_of(r);
+    o->req = std::move(r);
+    o->done = std::move(done);
+    o->began = std::chrono::steady_clock::now();
+    o->body = run_algorithm(*this, *o);
+    {
+        guard g(*this);
+        ++_collectives;
+        _active[{t->id, o->seq}] = o.get();
+        check_arrived(*o);
+        _ready.push_back(o.release());
+    }
+    core::signal_deferred(_ctx);
+}
+
+std::vector<blob> coll_layer::run(const std::shared_ptr<team_state>& t, request&& r) {
+    struct result {
+        std::vector<blob> out;
+        std::exception_ptr error;
+        bool done = false;
+    };
+    auto res = std::make_shared<result>();
+    const auto began = std::chrono::steady_clock::now();
+    const std::uint32_t seq = t->next_seq + 1;
+    start(t, std::move(r), [res](std::vector<blob>&& out, std::exception_ptr e) {
+        res->out = std::move(out);
+        res->error = std::move(e);
+        res->done = true;
+    });
+    _ctx.wait([&] {
+        if (!res->done && _timeout > 0 &&
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() >
+                _timeout) {
+            guard g(*this);
+            const auto it = _active.find({t->id, seq});
+            if (it != _active.end()) check_stall(*it->second);
+        }
+        return res->done;
+    });
+    if (res->error) std::rethrow_exception(res->error);
+    return std::move(res->out);
+}
+
+// ------------------------------------------------------------------------ receiving, mailbox
+
+void coll_layer::on_fragment(int source, std::span<const std::byte> data, std::uint64_t team,
+                             std::uint64_t seqstep, signature sig, std::uint64_t total,
+                             std::uint64_t offset, std::uint64_t aux) {
+    const msg_key k{team, static_cast<std::uint32_t>(seqstep >> 32),
+                    static_cast<std::uint32_t>(seqstep), source};
+    guard g(*this);
+    entry& e = _mailbox[k];
+    if (!e.started) {
+        e.started = true;
+        e.sig = sig;
+        e.total = total;
+        e.aux = aux;
+        e.data.resize(total);
+    }
+    if (!data.empty()) std::memcpy(e.data.data() + offset, data.data(), data.size());
+    e.received += data.size();
+    const auto it = _active.find({k.team, k.seq});
+    if (it == _active.end()) return;  // this rank has not started that collective yet
+    op& o = *it->second;
+    check_signature(o, k, sig);
+    if (o.waiting && (o.error || (o.awaited == k && e.complete()))) make_ready(o);
+}
+
+void coll_layer::check_signature(op& o, const msg_key& k, const signature& theirs) {
+    if (theirs == o.sig || o.error) return;
+    const team_state& t = *o.team;
+    const int from = t.of_world[static_cast<std::size_t>(k.source)];
+    const std::string what =
+        std::string(o.req.call) + ": rank " + std::to_string(_rank) + ": collectives on team " +
+        t.name + " do not match at its collective #" + std::to_string(o.seq) + ": " +
+        rank_text(t, t.rank) + " called " + describe(o.sig) + " while " + rank_text(t, from) +
+        " called " + describe(theirs) +
+        " (every member of a team must make the same collective calls in the same order)";
+    core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
+    o.error = std::make_exception_ptr(error(errc::collective_mismatch, what));
+}
+
+void coll_layer::check_arrived(op& o) {
+    const std::uint64_t team = o.team->id;
+    for (auto it = _mailbox.lower_bound({team, o.seq, 0, 0});
+         it != _mailbox.end() && it->first.team == team && it->first.seq == o.seq; ++it) {
+        check_signature(o, it->first, it->second.sig);
+    }
+}
+
+entry coll_layer::take(const msg_key& k) {
+    const auto it = _mailbox.find(k);
+    entry e = std::move(it->second);
+    _mailbox.erase(it);
+    return e;
+}
+
+bool coll_layer::recv_awaiter::await_ready() {
+    if (o.error) return true;
+    const auto it = layer._mailbox.find(key);
+    return it != layer._mailbox.end() && it->second.complete();
+}
+
+void coll_layer::recv_awaiter::await_suspend(std::coroutine_handle<>) noexcept {
+    o.waiting = true;
+    o.awaited = key;
+}
+
+entry coll_layer::recv_awaiter::await_resume() {
+    if (o.error) std::rethrow_exception(o.error);
+    return layer.take(key);
+}
+
+coll_layer::recv_awaiter coll_layer::recv(op& o, int team_rank, std::uint32_t step) {
+    return {*this, o, {o.team->id, o.seq, step, o.team->members[team_rank]}};
+}
+
+void coll_layer::send(op& o, int team_rank, std::uint32_t step, std::span<const std::byte> data,
+                      std::uint64_t aux) {
+    const int dest = o.team->members[team_rank];
+    const std::uint64_t seqstep = std::uint64_t{o.seq} << 32 | step;
+    std::size_t at = 0;
+    do {
+        const std::size_t n = std::min(_chunk, data.size() - at);
+        _ctx.request(dest, _h_fragment, data.subspan(at, n), o.team->id, seqstep, o.sig.word,
+                     o.sig.fixed, std::uint64_t{data.size()}, std::uint64_t{at}, aux);
+        ++_messages;
+        at += n;
+    } while (at < data.size());
+}
+
+// -------------------------------------------------------------------------------- running
+
+void coll_layer::make_ready(op& o) {
+    o.waiting = false;
+    _ready.push_back(&o);
+    core::signal_deferred(_ctx);
+}
+
+std::size_t coll_layer::run_deferred() {
+    std::size_t ran = 0;
+    guard g(*this);
+    while (!_ready.empty()) {
+        op* o = _ready.front();
+        _ready.pop_front();
+        ++ran;
+        o->body.h.resume();
+        if (o->body.h.done()) {
+            finish(*o);
+        } else if (!o->waiting) {
+            _ready.push_back(o);  // suspended without a key: cannot happen, keep it moving
+        } else {
+            const auto it = _mailbox.find(o->awaited);
+            if (o->error || (it != _mailbox.end() && it->second.complete())) make_ready(*o);
+        }
+    }
+    return ran;
+}
+
+void coll_layer::finish(op& o) {
+    std::unique_ptr<op> own(&o);
+    _active.erase({o.team->id, o.seq});
+    std::exception_ptr e = o.body.h.promise().error;
+    if (!e) e = o.error;
+    if (e && !o.error) {
+        // An operator (or a type) threw on this rank: the others cannot complete without it.
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+            core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed in " + o.req.call +
+                                     " on team " + o.team->name + ": " + x.what());
+        } catch (...) {
+            core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed in " + o.req.call +
+                                     " on team " + o.team->name);
+        }
+    }
+    o.done(std::move(o.out), e);
+}
+
+void coll_layer::check_stall(op& o) {
+    const team_state& t = *o.team;
+    std::string what = std::string(o.req.call) + ": rank " + std::to_string(_rank) +
+                       ": collective #" + std::to_string(o.seq) + " on team " + t.name + " (" +
+                       describe(o.sig) + ") has waited more than " + std::to_string(_timeout) +
+                       " s (config::epoch_timeout)";
+    if (o.waiting) {
+        const int from = t.of_world[static_cast<std::size_t>(o.awaited.source)];
+        what += " for a message from " + rank_text(t, from) + " at step " +
+                std::to_string(o.awaited.step);
+        std::string elsewhere;
+        for (const auto& [k, e] : _mailbox) {
+            if (k.source != o.awaited.source || (k.team == t.id && k.seq == o.seq)) continue;
+            elsewhere += elsewhere.empty() ? "" : ", ";
+            elsewhere += describe(e.sig) + " (team id " + std::to_string(k.team) +
+                         ", collective #" + std::to_string(k.seq) + ")";
+            if (elsewhere.size() > 400) break;
+        }
+        if (!elsewhere.empty()) {
+            what += "; that rank has sent messages of other collectives here: " + elsewhere +
+                    " (different calls or teams on different ranks?)";
+        }
+    }
+    core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
+    throw error(errc::timeout, what);
+}
+
+}  // namespace am::coll::detail

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+// The collectives layer: teams, a mailbox of collective messages keyed by (team, collective,
+// step, source), and each collective as a coroutine that sends, then awaits the messages it
+// needs. Every coroutine runs inside the rank's poll (the layer's deferred work), so its sends
+// never block and a progress thread may drive it as well as the rank's own waits.
+#pragma once
+
+#include <am/coll.hpp>
+#include <am/core/layer.hpp>
+
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace am::coll::detail {
+
+/// A team as one rank sees it.
+struct team_state {
+    context* ctx = nullptr;
+    std::uint64_t id = 0;       // the same on every member; world is 1
+    std::vector<int> members;   // job ranks, by team rank
+    std::vector<int> of_world;  // team rank by job rank, -1 when not a member
+    int rank = 0;
+    std::string name;
+    std::uint32_t next_seq = 0;  // collectives started on it
+    std::uint32_t splits = 0;    // splits of it
+};
+
+/// A collective message's identity.
+struct msg_key {
+    std::uint64_t team;
+    std::uint32_t seq;
+    std::uint32_t step;
+    int source;  // job rank
+    auto operator<=>(const msg_key&) const = default;
+};
+
+/// The words that say what a collective is: equal on every member in one collective.
+struct signature {
+    std::uint64_t word = 0;   // kind, root, operator
+    std::uint64_t fixed = 0;  // bytes per rank + 1 when they must agree, else 0
+    friend bool operator==(const signature&, const signature&) = default;
+};
+
+/// A message (all its fragments) that arrived.
+struct entry {
+    signature sig;
+    std::uint64_t total = 0;  // bytes
+    std::uint64_t received = 0;
+    std::uint64_t aux = 0;  // algorithm's word (a broadcast's whole size)
+    blob data;
+    bool complete() const noexcept { return received == total && started; }
+    bool started = false;
+};
+
+class coll_layer;
+struct op;
+
+/// A collective's coroutine: runs from `resume` in the layer's deferred work until it awaits a
+/// message that has not arrived.
+struct task {
+    struct promise_type {
+        std::exception_ptr error;
+        task get_return_object() {
+            return task{std::coroutine_handle<promise_type>::from_promise(*this)};
+        }
+        std::suspend_always initial_suspend() noexcept { return {}; }
+        std::suspend_always final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { error = std::current_exception(); }
+    };
+    std::coroutine_handle<promise_type> h;
+    explicit task(std::coroutine_handle<promise_type> handle = {}) noexcept : h(handle) {}
+    task(task&& o) noexcept : h(std::exchange(o.h, {})) {}
+    task& operator=(task&& o) noexcept {
+        if (this != &o) {
+            if (h) h.destroy();
+            h = std::exchange(o.h, {});
+        }
+        return *this;
+    }
+    ~task() {
+        if (h) h.destroy();
+    }
+};
+
+/// One collective in progress on this rank.
+struct op {
+    std::shared_ptr<team_state> team;
+    std::uint32_t seq = 0;
+    signature sig;
+    request req;
+    done_fn done;
+    task body;
+    std::vector<blob> out;
+    std::exception_ptr error;  // a mismatch found by the handler
+    bool waiting = false;
+    msg_key awaited{};
+    bool finished = false;
+    std::chrono::steady_clock::time_point began;
+};
+
+class coll_layer final : public core::layer {
+  public:
+    static constexpr core::key key{"collectives (coll)"};
+
+    coll_layer(context& ctx, const config& cfg);
+    ~coll_layer() override;
+
+    [[nodiscard]] const std::shared_ptr<team_state>& world() const noexcept { return _world; }
+    /// Starts `r` on `t`; `done` runs from a later poll.
+    void start(const std::shared_ptr<team_state>& t, request&& r, done_fn done);
+    /// Runs `r` on `t` to completion, polling.
+    std::vector<blob> run(const std::shared_ptr<team_state>& t, request&& r);
+    [[nodiscard]] std::string report() const override;
+
+    // The message handler's body.
+    void on_fragment(int source, std::span<const std::byte> data, std::uint64_t team,
+                     std::uint64_t seqstep, signature sig, std::uint64_t total,
+                     std::uint64_t offset, std::uint64_t aux);
+
+    // For the coroutines (src/coll/algorithms.cpp).
+    struct recv_awaiter;
+    recv_awaiter recv(op& o, int team_rank, std::uint32_t step);
+    /// Sends `data` to member `team_rank` as message `step` of `o` (fragmented into mediums).
+    void send(op& o, int team_rank, std::uint32_t step, std::span<const std::byte> data,
+              std::uint64_t aux = 0);
+    [[nodiscard]] std::size_t segment_bytes() const noexcept { return _chunk; }
+    /// Takes the complete entry `k` out of the mailbox.
+    entry take(const msg_key& k);
+
+  private:
+    class guard;
+    std::size_t run_deferred();
+    void check_arrived(op& o);
+    void check_signature(op& o, const msg_key& k, const signature& theirs);
+    void finish(op& o);
+    void make_ready(op& o);
+    void check_stall(op& o);
+    task body_of(op& o);
+
+    context& _ctx;
+    int _rank;
+    std::size_t _chunk;
+    double _timeout;
+    std::shared_ptr<team_state> _world;
+    std::mutex _mutex;  // taken only while a progress thread may run handlers
+    std::map<msg_key, entry> _mailbox;
+    std::map<std::pair<std::uint64_t, std::uint32_t>, op*> _active;  // by (team, seq)
+    std::deque<op*> _ready;
+    std::uint64_t _collectives = 0;
+    std::uint64_t _messages = 0;
+    am::detail::handle_t<void (*)(token&, std::span<const std::byte>, std::uint64_t, std::uint64_t,
+                                  std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                                  std::uint64_t)>
+        _h_fragment;
+
+  public:
+    struct recv_awaiter {
+        coll_layer& layer;
+        op& o;
+        msg_key key;
+        bool await_ready();
+        void await_suspend(std::coroutine_handle<>) noexcept;
+        entry await_resume();
+    };
+};
+
+/// The layer of `t`'s rank, for a call named `call`.
+coll_layer& layer_of(const team& t, const char* call);
+/// The coroutine of each kind (algorithms.cpp).
+task run_algorithm(coll_layer& l, op& o);
+/// Text of a signature for the errors ("am::coll::allreduce (8 bytes per rank)").
+std::string describe(const signature& s);
+signature signature_of(const request& r);
+
+}  // namespace am::coll::detail
