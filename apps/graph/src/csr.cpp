@@ -147,54 +147,18 @@ std::vector<std::uint32_t> choose_roots(context& ctx, const csr_graph& g, int co
     return roots;
 }
 
-reductions::reductions(context& ctx)
-    : _ctx(&ctx),
-      _min_msg(
-          ctx, [this](const std::uint64_t& v) { _min = std::min(_min, v); }, "graph.min"),
-      _part_msg(
-          ctx,
-          [this](int source, std::span<const part> batch) {
-              for (const part& x : batch) {
-                  _parts[static_cast<std::size_t>(source) * _width + x.index] = x.value;
-              }
-          },
-          "graph.sum") {}
+reductions::reductions(context& ctx) : _world(coll::world(ctx)) {}
 
 std::uint64_t reductions::sum(std::uint64_t v) {
-    epoch ep(*_ctx, {.depth = 0});
-    return ep.end(v);
+    return coll::allreduce(_world, v, coll::sum{});
 }
 
 std::uint64_t reductions::min(std::uint64_t v) {
-    _min = v;
-    epoch ep(*_ctx, {.depth = 0});
-    for (int r = 0; r < _ctx->size(); ++r) {
-        if (r != _ctx->rank()) _min_msg.send(v, r);
-    }
-    ep.end();
-    return _min;
+    return coll::allreduce(_world, v, coll::min{});
 }
 
 void reductions::sum(std::span<double> v) {
-    _width = v.size();
-    _parts.assign(static_cast<std::size_t>(_ctx->size()) * _width, 0.0);
-    std::copy(v.begin(), v.end(),
-              _parts.begin() + static_cast<std::ptrdiff_t>(_ctx->rank() * _width));
-    epoch ep(*_ctx, {.depth = 0});
-    for (int r = 0; r < _ctx->size(); ++r) {
-        if (r == _ctx->rank()) continue;
-        for (std::size_t i = 0; i < _width; ++i) {
-            _part_msg.send(part{static_cast<std::uint32_t>(i), 0, v[i]}, r);
-        }
-    }
-    ep.end();
-    for (std::size_t i = 0; i < _width; ++i) {
-        double total = 0;
-        for (int r = 0; r < _ctx->size(); ++r) {
-            total += _parts[static_cast<std::size_t>(r) * _width + i];
-        }
-        v[i] = total;
-    }
+    coll::allreduce(_world, std::span<const double>(v), v, coll::sum{});
 }
 
 }  // namespace am::graph

@@ -11,6 +11,7 @@
 
 #include <graph/generator.hpp>
 
+#include <am/coll.hpp>
 #include <am/context.hpp>
 #include <am/typed.hpp>
 
@@ -85,32 +86,21 @@ csr_graph build_csr(context& ctx, const graph_spec& spec);
 /// Collective; the same list on every rank.
 std::vector<std::uint32_t> choose_roots(context& ctx, const csr_graph& g, int count);
 
-/// Sum and minimum over ranks of one 64-bit value each (collective; an epoch each).
+/// Sum and minimum over ranks (collective): am::coll's allreduce on the world team, O(log P)
+/// rounds of one message per rank.
 class reductions {
   public:
-    /// Collective (registers a message type).
     explicit reductions(context& ctx);
-    /// The sum of every rank's `v` (wrapping modulo 2^64); collective, one epoch.
+    /// The sum of every rank's `v` (wrapping modulo 2^64).
     std::uint64_t sum(std::uint64_t v);
-    /// The smallest of every rank's `v`; collective, one epoch with P−1 messages per rank.
+    /// The smallest of every rank's `v`.
     std::uint64_t min(std::uint64_t v);
-    /// Replaces each `v[i]` by its sum over ranks, added in rank order, so every rank gets the
-    /// same bits; collective (the same `v.size()` everywhere), one epoch with P−1 messages of
-    /// `v` per rank.
+    /// Replaces each `v[i]` by its sum over ranks, combined in rank order, so every rank gets
+    /// the same bits; the same `v.size()` everywhere.
     void sum(std::span<double> v);
 
   private:
-    struct part {
-        std::uint32_t index;
-        std::uint32_t unused;
-        double value;
-    };
-    context* _ctx;
-    std::uint64_t _min = 0;
-    message_type<std::uint64_t> _min_msg;
-    std::vector<double> _parts;  // sum(span): v[i] of rank r at r·v.size() + i
-    std::size_t _width = 0;
-    message_type<part> _part_msg;
+    coll::team _world;
 };
 
 /// Result of one search: per local vertex the predecessor (global id; the root's is itself,
