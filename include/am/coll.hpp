@@ -396,6 +396,20 @@ void reduce(const team& t, std::span<const T> in, std::span<T> out, Op op, int r
     if (!res.empty()) detail::copy_out(out.first(in.size()), res[0]);
 }
 
+template <class T, class Op>
+requires std::is_trivially_copyable_v<T> future<void> reduce_nb(const team& t,
+                                                                std::span<const T> in,
+                                                                std::span<T> out, Op op, int root) {
+    const std::size_t n = in.size();
+    return detail::nonblocking<void>(
+        t,
+        detail::span_reduction(detail::kind::reduce, "am::coll::reduce_nb", in, std::move(op),
+                               root),
+        [out, n](std::vector<detail::blob>&& res) {
+            if (!res.empty()) detail::copy_out(out.first(n), res[0]);
+        });
+}
+
 // ----------------------------------------------------------------------------- allreduce
 
 /// op over every member's value, in rank order, returned on every member.
@@ -496,6 +510,14 @@ std::vector<std::vector<T>> gatherv(const team& t, std::span<const T> v, int roo
     return detail::alltoallv_result<T>(detail::run(
         t, detail::variable_request(detail::kind::gather, "am::coll::gatherv", v, root)));
 }
+template <value T>
+future<std::vector<std::vector<T>>> gatherv_nb(const team& t, std::span<const T> v, int root) {
+    return detail::nonblocking<std::vector<std::vector<T>>>(
+        t, detail::variable_request(detail::kind::gather, "am::coll::gatherv_nb", v, root),
+        [](std::vector<detail::blob>&& out) {
+            return detail::alltoallv_result<T>(std::move(out));
+        });
+}
 /// Every member's value, in rank order, on every member.
 template <value T>
 std::vector<T> allgather(const team& t, const T& v) {
@@ -538,6 +560,20 @@ requires std::is_trivially_copyable_v<T> std::vector<T> alltoall(const team& t,
         v.insert(v.end(), part.begin(), part.end());
     }
     return v;
+}
+template <class T>
+requires std::is_trivially_copyable_v<T> future<std::vector<T>> alltoall_nb(const team& t,
+                                                                            std::span<const T> in) {
+    return detail::nonblocking<std::vector<T>>(
+        t, detail::alltoall_request(t, in, "am::coll::alltoall_nb"),
+        [](std::vector<detail::blob>&& out) {
+            std::vector<T> v;
+            for (const auto& b : out) {
+                auto part = detail::blob_vector<T>(b);
+                v.insert(v.end(), part.begin(), part.end());
+            }
+            return v;
+        });
 }
 /// out[j] goes to member j (any number of elements); returns what member i sent here at [i].
 template <value T>
