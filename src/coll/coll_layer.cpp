@@ -114,7 +114,17 @@ coll_layer::coll_layer(context& ctx, const config& cfg)
     core::set_deferred(ctx, [this] { return run_deferred(); });
 }
 
-coll_layer::~coll_layer() = default;
+coll_layer::~coll_layer() {
+    // Collectives a failed job left unfinished: their coroutines and states go with the layer.
+    for (op* o : _active) delete o;
+}
+
+op* coll_layer::active(std::uint64_t team, std::uint32_t seq) const noexcept {
+    for (op* o : _active) {
+        if (o->team->id == team && o->seq == seq) return o;
+    }
+    return nullptr;
+}
 
 std::string coll_layer::report() const {
     if (_collectives == 0) return {};
@@ -136,7 +146,7 @@ void coll_layer::start(const std::shared_ptr<team_state>& t, request&& r, done_f
     {
         guard g(*this);
         ++_collectives;
-        _active[{t->id, o->seq}] = o.get();
+        _active.push_back(o.get());
         check_arrived(*o);
         _ready.push_back(o.release());
     }
@@ -162,8 +172,7 @@ std::vector<blob> coll_layer::run(const std::shared_ptr<team_state>& t, request&
             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() >
                 _timeout) {
             guard g(*this);
-            const auto it = _active.find({t->id, seq});
-            if (it != _active.end()) check_stall(*it->second);
+            if (op* o = active(t->id, seq)) check_stall(*o);
         }
         return res->done;
     });
@@ -179,7 +188,7 @@ void coll_layer::on_fragment(int source, std::span<const std::byte> data, std::u
     const msg_key k{team, static_cast<std::uint32_t>(seqstep >> 32),
                     static_cast<std::uint32_t>(seqstep), source};
     guard g(*this);
-    entry& e = _mailbox[k];
+    entry& e = _mailbox.get(k);
     if (!e.started) {
         e.started = true;
         e.sig = sig;
@@ -189,9 +198,9 @@ void coll_layer::on_fragment(int source, std::span<const std::byte> data, std::u
     }
     if (!data.empty()) std::memcpy(e.data.data() + offset, data.data(), data.size());
     e.received += data.size();
-    const auto it = _active.find({k.team, k.seq});
-    if (it == _active.end()) return;  // this rank has not started that collective yet
-    op& o = *it->second;
+    op* started = active(k.team, k.seq);
+    if (started == nullptr) return;  // this rank has not started that collective yet
+    op& o = *started;
     check_signature(o, k, sig);
     if (o.waiting && (o.error || (o.awaited == k && e.complete()))) make_ready(o);
 }
@@ -212,23 +221,19 @@ void coll_layer::check_signature(op& o, const msg_key& k, const signature& their
 
 void coll_layer::check_arrived(op& o) {
     const std::uint64_t team = o.team->id;
-    for (auto it = _mailbox.lower_bound({team, o.seq, 0, 0});
-         it != _mailbox.end() && it->first.team == team && it->first.seq == o.seq; ++it) {
-        check_signature(o, it->first, it->second.sig);
+    for (const auto& [k, e] : _mailbox.items()) {
+        if (k.team == team && k.seq == o.seq) check_signature(o, k, e.sig);
     }
 }
 
 entry coll_layer::take(const msg_key& k) {
-    const auto it = _mailbox.find(k);
-    entry e = std::move(it->second);
-    _mailbox.erase(it);
-    return e;
+    return _mailbox.take(k);
 }
 
 bool coll_layer::recv_awaiter::await_ready() {
     if (o.error) return true;
-    const auto it = layer._mailbox.find(key);
-    return it != layer._mailbox.end() && it->second.complete();
+    const entry* e = layer._mailbox.find(key);
+    return e != nullptr && e->complete();
 }
 
 void coll_layer::recv_awaiter::await_suspend(std::coroutine_handle<>) noexcept {
@@ -280,8 +285,8 @@ std::size_t coll_layer::run_deferred() {
         } else if (!o->waiting) {
             _ready.push_back(o);  // suspended without a key: cannot happen, keep it moving
         } else {
-            const auto it = _mailbox.find(o->awaited);
-            if (o->error || (it != _mailbox.end() && it->second.complete())) make_ready(*o);
+            const entry* e = _mailbox.find(o->awaited);
+            if (o->error || (e != nullptr && e->complete())) make_ready(*o);
         }
     }
     return ran;
@@ -289,7 +294,7 @@ std::size_t coll_layer::run_deferred() {
 
 void coll_layer::finish(op& o) {
     std::unique_ptr<op> own(&o);
-    _active.erase({o.team->id, o.seq});
+    std::erase(_active, &o);
     std::exception_ptr e = o.body.h.promise().error;
     if (!e) e = o.error;
     if (e && !o.error) {
@@ -318,7 +323,7 @@ void coll_layer::check_stall(op& o) {
         what += " for a message from " + rank_text(t, from) + " at step " +
                 std::to_string(o.awaited.step);
         std::string elsewhere;
-        for (const auto& [k, e] : _mailbox) {
+        for (const auto& [k, e] : _mailbox.items()) {
             if (k.source != o.awaited.source || (k.team == t.id && k.seq == o.seq)) continue;
             elsewhere += elsewhere.empty() ? "" : ", ";
             elsewhere += describe(e.sig) + " (team id " + std::to_string(k.team) +

@@ -60,6 +60,38 @@ struct entry {
     bool started = false;
 };
 
+/// Messages that arrived and are not taken yet: few at a time (each collective awaits one, and
+/// early arrivals wait for their collective), so a vector searched from its end.
+class mailbox {
+  public:
+    entry* find(const msg_key& k) noexcept {
+        for (auto it = _items.rbegin(); it != _items.rend(); ++it) {
+            if (it->first == k) return &it->second;
+        }
+        return nullptr;
+    }
+    entry& get(const msg_key& k) {
+        if (entry* e = find(k)) return *e;
+        return _items.emplace_back(k, entry{}).second;
+    }
+    entry take(const msg_key& k) noexcept {
+        for (auto it = _items.begin(); it != _items.end(); ++it) {
+            if (it->first != k) continue;
+            entry e = std::move(it->second);
+            if (&*it != &_items.back()) *it = std::move(_items.back());
+            _items.pop_back();
+            return e;
+        }
+        return {};
+    }
+    [[nodiscard]] const std::vector<std::pair<msg_key, entry>>& items() const noexcept {
+        return _items;
+    }
+
+  private:
+    std::vector<std::pair<msg_key, entry>> _items;
+};
+
 class coll_layer;
 struct op;
 
@@ -152,8 +184,9 @@ class coll_layer final : public core::layer {
     double _timeout;
     std::shared_ptr<team_state> _world;
     std::mutex _mutex;  // taken only while a progress thread may run handlers
-    std::map<msg_key, entry> _mailbox;
-    std::map<std::pair<std::uint64_t, std::uint32_t>, op*> _active;  // by (team, seq)
+    mailbox _mailbox;
+    std::vector<op*> _active;  // started, not finished
+    [[nodiscard]] op* active(std::uint64_t team, std::uint32_t seq) const noexcept;
     std::deque<op*> _ready;
     std::uint64_t _collectives = 0;
     std::uint64_t _messages = 0;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -31,7 +32,81 @@ namespace am::coll::detail {
 
 struct team_state;  // src/coll/team.cpp
 
-using blob = std::vector<std::byte>;
+/// Bytes of one value or message, kept inline up to 48 bytes (no allocation for the scalars most
+/// collectives carry), on the heap beyond. 16-byte aligned either way (serial_reader's rule).
+class blob {
+  public:
+    blob() noexcept = default;
+    explicit blob(std::size_t n) { resize(n); }
+    template <class It>
+    blob(It first, It last) {
+        resize(static_cast<std::size_t>(std::distance(first, last)));
+        std::byte* p = data();
+        for (; first != last; ++first) *p++ = static_cast<std::byte>(*first);
+    }
+    blob(const blob& o) : blob(o.begin(), o.end()) {}
+    blob(blob&& o) noexcept { take(o); }
+    blob& operator=(const blob& o) {
+        if (this != &o) {
+            resize(o._n);
+            if (o._n != 0) std::memcpy(data(), o.data(), o._n);
+        }
+        return *this;
+    }
+    blob& operator=(blob&& o) noexcept {
+        if (this != &o) {
+            _heap.reset();
+            take(o);
+        }
+        return *this;
+    }
+    ~blob() = default;
+
+    [[nodiscard]] std::byte* data() noexcept { return _heap ? _heap.get() : _inline; }
+    [[nodiscard]] const std::byte* data() const noexcept { return _heap ? _heap.get() : _inline; }
+    [[nodiscard]] std::size_t size() const noexcept { return _n; }
+    [[nodiscard]] bool empty() const noexcept { return _n == 0; }
+    [[nodiscard]] std::byte* begin() noexcept { return data(); }
+    [[nodiscard]] std::byte* end() noexcept { return data() + _n; }
+    [[nodiscard]] const std::byte* begin() const noexcept { return data(); }
+    [[nodiscard]] const std::byte* end() const noexcept { return data() + _n; }
+    /// Grows or shrinks to `n` bytes, keeping the first min(n, size()) (new bytes are zero).
+    void resize(std::size_t n) {
+        if (n > capacity()) {
+            std::unique_ptr<std::byte[]> p(new std::byte[n]());
+            if (_n != 0) std::memcpy(p.get(), data(), _n);
+            _heap = std::move(p);
+            _cap = n;
+        } else if (n > _n) {
+            std::memset(data() + _n, 0, n - _n);
+        }
+        _n = n;
+    }
+    void swap(blob& o) noexcept {
+        blob t(std::move(o));
+        o = std::move(*this);
+        *this = std::move(t);
+    }
+
+  private:
+    static constexpr std::size_t inline_bytes = 48;
+    [[nodiscard]] std::size_t capacity() const noexcept { return _heap ? _cap : inline_bytes; }
+    void take(blob& o) noexcept {
+        _n = o._n;
+        _cap = o._cap;
+        if (o._heap) {
+            _heap = std::move(o._heap);
+        } else if (o._n != 0) {
+            std::memcpy(_inline, o._inline, o._n);
+        }
+        o._n = 0;
+        o._cap = 0;
+    }
+    std::unique_ptr<std::byte[]> _heap;
+    std::size_t _n = 0;
+    std::size_t _cap = 0;
+    alignas(16) std::byte _inline[inline_bytes];
+};
 
 /// What a collective does; travels in every message of it (with the root, the operator and the
 /// per-rank size) so ranks in different collectives fail naming both.
@@ -105,15 +180,16 @@ concept collective_value = bytewise<T> || sendable<T>;
 
 template <class T>
 blob to_blob(const T& v) {
-    blob b;
     if constexpr (bytewise<T>) {
-        b.resize(sizeof(T));
+        blob b(sizeof(T));
         std::memcpy(b.data(), &v, sizeof(T));
+        return b;
     } else {
-        serial_writer w(b);
+        std::vector<std::byte> bytes;
+        serial_writer w(bytes);
         serializer<T>::write(w, v);
+        return blob(bytes.begin(), bytes.end());
     }
-    return b;
 }
 
 template <class T>
@@ -132,7 +208,7 @@ T from_blob(std::span<const std::byte> b) {
         // serial_reader wants a 16-byte aligned buffer: a vector's own storage is.
         if (reinterpret_cast<std::uintptr_t>(b.data()) % 16 != 0) {
             const blob copy(b.begin(), b.end());
-            serial_reader r(copy);
+            serial_reader r(std::span<const std::byte>(copy.data(), copy.size()));
             return serializer<T>::read(r);
         }
         serial_reader r(b);
