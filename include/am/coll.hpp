@@ -214,6 +214,7 @@ request reduction(kind k, const char* call, const T& v, Op op, int root = -1) {
     request r = value_request(k, call, v, root);
     r.op_id = op_id<Op>();
     r.elem = bytewise<T> ? sizeof(T) : 0;
+    if constexpr (bytewise<T>) r.combine_range = elementwise_range<T>(op);
     r.combine = whole<T>(std::move(op));
     return r;
 }
@@ -229,6 +230,7 @@ request span_reduction(kind k, const char* call, std::span<const T> in, Op op, i
     r.op_id = op_id<Op>();
     r.elem = sizeof(T);
     r.in.push_back(span_blob(in));
+    r.combine_range = elementwise_range<T>(op);
     r.combine = elementwise<T>(std::move(op));
     return r;
 }

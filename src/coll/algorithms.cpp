@@ -104,9 +104,19 @@ task reduce_alg(coll_layer& l, op& o) {
 
 // ----------------------------------------------------------------------------- allreduce
 
+// Large element-wise allreduces: a vector this long is split between the ranks
+// (reduce-scatter by recursive halving, then an allgather by recursive doubling): each rank
+// combines and sends about 2·bytes instead of bytes·log2 P.
+constexpr std::size_t split_bytes = 64 * 1024;
+
+struct range {
+    std::size_t lo, hi;  // elements
+};
+
 // Recursive doubling on the largest power of two p2 ≤ n: the first 2·(n − p2) ranks pair up
 // first (the even one hands its value to the odd one and takes the result back at the end).
-// Blocks stay in rank order, so the combine knows which side comes first.
+// Blocks stay in rank order, so the combine knows which side comes first. Large element-wise
+// vectors go through reduce_scatter_allgather instead of the doubling.
 task allreduce_alg(coll_layer& l, op& o) {
     const int n = size_of(o), r = o.team->rank;
     int p2 = 1;
@@ -124,7 +134,45 @@ task allreduce_alg(coll_layer& l, op& o) {
             newrank = r / 2;
         }
     }
-    if (newrank >= 0) {
+    const bool split = o.req.elem > 0 && o.req.combine_range && acc.size() >= split_bytes &&
+                       acc.size() / o.req.elem >= static_cast<std::size_t>(p2);
+    if (newrank >= 0 && split) {
+        // Among the p2 ranks left after the fold: in step k (mask = 2^k) a rank keeps half of
+        // its range and sends the other half to its partner, whose half of that range it
+        // combines into its own; then the halves travel back in reverse order. Masks grow, so
+        // each rank's block always covers contiguous ranks, in order.
+        const std::size_t e = o.req.elem;
+        auto real = [rem](int np) { return np < rem ? np * 2 + 1 : np + rem; };
+        auto bytes = [&acc, e](range x) {
+            return std::span<std::byte>(acc.data() + x.lo * e, (x.hi - x.lo) * e);
+        };
+        std::vector<range> stack;
+        range mine{0, acc.size() / e};
+        std::uint32_t k = 1;
+        for (int mask = 1; mask < p2; mask <<= 1, ++k) {
+            const bool lower = (newrank & mask) == 0;
+            const std::size_t mid = mine.lo + (mine.hi - mine.lo) / 2;
+            const range keep = lower ? range{mine.lo, mid} : range{mid, mine.hi};
+            const range give = lower ? range{mid, mine.hi} : range{mine.lo, mid};
+            const int partner = real(newrank ^ mask);
+            l.send(o, partner, k, bytes(give));
+            entry got = co_await l.recv(o, partner, k);
+            o.req.combine_range(bytes(keep), got.data, !lower);
+            stack.push_back(mine);
+            mine = keep;
+        }
+        for (int mask = p2 >> 1; mask > 0; mask >>= 1, ++k) {
+            const range whole = stack.back();
+            stack.pop_back();
+            const int partner = real(newrank ^ mask);
+            l.send(o, partner, k, bytes(mine));
+            entry got = co_await l.recv(o, partner, k);
+            const range theirs =
+                mine.lo == whole.lo ? range{mine.hi, whole.hi} : range{whole.lo, mine.lo};
+            std::copy(got.data.begin(), got.data.end(), bytes(theirs).begin());
+            mine = whole;
+        }
+    } else if (newrank >= 0) {
         std::uint32_t k = 1;
         for (int mask = 1; mask < p2; mask <<= 1, ++k) {
             const int np = newrank ^ mask;

@@ -128,6 +128,11 @@ enum class kind : std::uint8_t {
 using combine_fn =
     std::function<void(blob& acc, std::span<const std::byte> other, bool other_first)>;
 
+/// The element-wise form: combines `other` into `acc` (equal lengths, whole elements), so a
+/// large reduction can split its vector between ranks (reduce-scatter + allgather).
+using range_fn = std::function<void(std::span<std::byte> acc, std::span<const std::byte> other,
+                                    bool other_first)>;
+
 /// One collective call as the layer runs it.
 struct request {
     kind what = kind::barrier;
@@ -139,6 +144,7 @@ struct request {
     std::size_t elem = 0;  // >0: combine is element-wise on elements of this size (splittable)
     std::vector<blob> in;  // 1 contribution; size() for alltoall
     combine_fn combine;
+    range_fn combine_range;  // set for element-wise operators (elem > 0)
 };
 
 /// Called once with the result: one blob (broadcast, reduce at the root, allreduce, scans;
@@ -232,8 +238,8 @@ std::vector<T> blob_vector(std::span<const std::byte> b) {
 
 /// Element-wise `op` over arrays of trivially copyable T.
 template <class T, class Op>
-combine_fn elementwise(Op op) {
-    return [op](blob& acc, std::span<const std::byte> other, bool other_first) {
+range_fn elementwise_range(Op op) {
+    return [op](std::span<std::byte> acc, std::span<const std::byte> other, bool other_first) {
         const std::size_t n = acc.size() / sizeof(T);
         for (std::size_t i = 0; i < n; ++i) {
             T a, b;
@@ -242,6 +248,14 @@ combine_fn elementwise(Op op) {
             const T r = other_first ? static_cast<T>(op(b, a)) : static_cast<T>(op(a, b));
             std::memcpy(acc.data() + i * sizeof(T), &r, sizeof(T));
         }
+    };
+}
+
+template <class T, class Op>
+combine_fn elementwise(Op op) {
+    return [f = elementwise_range<T>(std::move(op))](blob& acc, std::span<const std::byte> other,
+                                                     bool other_first) {
+        f(std::span<std::byte>(acc.data(), acc.size()), other, other_first);
     };
 }
 
