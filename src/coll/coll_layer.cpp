@@ -4,6 +4,7 @@
 #include "../util/error.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -141,7 +142,6 @@ void coll_layer::start(const std::shared_ptr<team_state>& t, request&& r, done_f
     o->sig = signature_of(r);
     o->req = std::move(r);
     o->done = std::move(done);
-    o->began = std::chrono::steady_clock::now();
     o->body = run_algorithm(*this, *o);
     {
         guard g(*this);
@@ -157,7 +157,7 @@ std::vector<blob> coll_layer::run(const std::shared_ptr<team_state>& t, request&
     struct result {
         std::vector<blob> out;
         std::exception_ptr error;
-        bool done = false;
+        std::atomic<bool> done{false};  // set by whichever thread polls (a progress thread)
     };
     auto res = std::make_shared<result>();
     const auto began = std::chrono::steady_clock::now();
@@ -165,16 +165,17 @@ std::vector<blob> coll_layer::run(const std::shared_ptr<team_state>& t, request&
     start(t, std::move(r), [res](std::vector<blob>&& out, std::exception_ptr e) {
         res->out = std::move(out);
         res->error = std::move(e);
-        res->done = true;
+        res->done.store(true, std::memory_order_release);
     });
     _ctx.wait([&] {
-        if (!res->done && _timeout > 0 &&
+        const bool done = res->done.load(std::memory_order_acquire);
+        if (!done && _timeout > 0 &&
             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() >
                 _timeout) {
             guard g(*this);
             if (op* o = active(t->id, seq)) check_stall(*o);
         }
-        return res->done;
+        return done;
     });
     if (res->error) std::rethrow_exception(res->error);
     return std::move(res->out);

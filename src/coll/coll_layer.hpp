@@ -136,7 +136,6 @@ struct op {
     bool waiting = false;
     msg_key awaited{};
     bool finished = false;
-    std::chrono::steady_clock::time_point began;
 };
 
 class coll_layer final : public core::layer {
