@@ -5,6 +5,7 @@
 
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 namespace am::util {
 
@@ -31,11 +32,19 @@ inline void backoff(unsigned& state, unsigned spin = spin_rounds) noexcept {
 }
 
 /// The spin rounds for `ranks` ranks sharing this host's usable cores (the affinity mask).
-inline unsigned spin_rounds_for(int ranks) noexcept {
+/// `bound_apart`: each rank is a process a launcher may have bound to cores of its own
+/// (`mpirun --bind-to core`, which binds at most one rank per core unless told to overload):
+/// then a mask narrower than the host says nothing about the other ranks, and the host's
+/// online cores count instead.
+inline unsigned spin_rounds_for(int ranks, bool bound_apart = false) noexcept {
     cpu_set_t set;
     CPU_ZERO(&set);
     int cores = 1;
     if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+    if (bound_apart) {
+        const long online = sysconf(_SC_NPROCESSORS_ONLN);
+        if (online > cores) cores = static_cast<int>(online);
+    }
     return ranks <= cores ? spin_rounds : 0;
 }
 

@@ -73,7 +73,7 @@ class mpi_transport final : public transport {
           _mpi_every(nd.global_of.size() > 1 ? 4 : 1),
           _alone(nd.global_of.size() == 1) {
         ring::region(nd.base).info(nd.me).pid.store(getpid());
-        set_spin_limit(util::spin_rounds_for(nd.host_size));
+        set_spin_limit(util::spin_rounds_for(nd.host_size, /*bound_apart=*/true));
         _ring.set_spin_limit(spin_limit());
         _slots.reserve(recv_slots);
         _rreq.assign(recv_slots, MPI_REQUEST_NULL);
