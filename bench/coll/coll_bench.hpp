@@ -128,11 +128,12 @@ struct batch_plan {
 };
 
 /// K for one point: fixed (after a warm-up of K/10 + 1 operations), or calibrated from 1 up,
-/// doubling at least, until the shorter of two trials on rank 0 lasts `target` (the trials
-/// are the warm-up). `loop(k)` runs k operations; `barrier()` lines the ranks up; `share(s)`
-/// returns rank 0's `s` on every rank, so that every rank runs the same K.
-template <class Loop, class Barrier, class Share>
-std::uint64_t batch_size(const batch_plan& p, Loop&& loop, Barrier&& barrier, Share&& share) {
+/// doubling at least, until the shorter of two trials of the slowest rank lasts `target` (the
+/// trials are the warm-up). `loop(k)` runs k operations; `barrier()` lines the ranks up;
+/// `slowest(s)` returns the largest `s` of all ranks on every rank (so every rank runs the
+/// same K).
+template <class Loop, class Barrier, class Slowest>
+std::uint64_t batch_size(const batch_plan& p, Loop&& loop, Barrier&& barrier, Slowest&& slowest) {
     if (p.iters != 0) {
         barrier();
         loop(p.iters / 10 + 1);
@@ -148,26 +149,29 @@ std::uint64_t batch_size(const batch_plan& p, Loop&& loop, Barrier&& barrier, Sh
             const double t = seconds_since(t0);
             s = trial == 0 ? t : std::min(s, t);
         }
-        const std::uint64_t next = typed::next_count(k, share(s), p.target, 1 << 20);
+        const std::uint64_t next = typed::next_count(k, slowest(s), p.target, 1 << 20);
         if (next == 0) return k;
         k = next;
     }
 }
 
-/// The repetitions of one point: per repetition `reset()`, a barrier, K operations timed,
-/// then `check()` (untimed; it throws or aborts on a wrong result). Microseconds per
-/// operation, per repetition (rank 0's figures are the ones reported).
-template <class Loop, class Barrier, class Reset, class Check>
+/// The repetitions of one point: per repetition `reset()`, a barrier, K operations timed on
+/// every rank, then `check()` (untimed; it throws or aborts on a wrong result). Microseconds
+/// per operation, per repetition: the slowest rank's batch / K (`slowest`, as in
+/// `batch_size`; untimed). Rank 0's own time would flatter rooted and one-directional
+/// operations: a root that only sends (bcast, MPI_Scan's rank 0) runs ahead of the others.
+template <class Loop, class Barrier, class Slowest, class Reset, class Check>
 std::vector<double> time_batches(int reps, std::uint64_t k, Loop&& loop, Barrier&& barrier,
-                                 Reset&& reset, Check&& check) {
+                                 Slowest&& slowest, Reset&& reset, Check&& check) {
     std::vector<double> v;
     for (int r = 0; r < reps; ++r) {
         reset();
         barrier();
         const auto t0 = bench_clock::now();
         loop(k);
-        v.push_back(seconds_since(t0) * 1e6 / static_cast<double>(k));
+        const double t = seconds_since(t0);
         check();
+        v.push_back(slowest(t) * 1e6 / static_cast<double>(k));
     }
     return v;
 }

@@ -18,8 +18,9 @@
 //   bcast        am::coll::broadcast(span<uint64_t>)     MPI_Bcast, root 0
 //   allreduce    am::coll::allreduce(span in, span out, sum{}) of uint64   MPI_Allreduce
 //   alltoall     am::coll::alltoall(span) (returns a vector)               MPI_Alltoall
-// Metrics: latency_us, rank 0's time for a batch of K operations / K (K calibrated so that a
-// repetition lasts --min-ms, shared by the ranks, or --iters), median over --reps; bcast and
+// Metrics: latency_us, the slowest rank's time for a batch of K operations / K, every rank
+// starting after a barrier (K calibrated so that a repetition lasts --min-ms, the same on every
+// rank, or --iters), median over --reps; bcast and
 // allreduce from 64 KiB also bandwidth_GBps = bytes / time. Ratio lines (system "am/mpi", one
 // per am line): latency_ratio (am time / MPI time: < 1 is faster) and bandwidth_ratio (am / MPI
 // bandwidth: > 1 is faster).
@@ -74,16 +75,19 @@ struct point {
     const am::team& world;
 
     void barrier() const { ctx.barrier(); }
-    [[nodiscard]] double share(double s) const { return am::coll::broadcast(world, s, 0); }
+    /// The largest `s` of all ranks (untimed plumbing; am::coll's own allreduce).
+    [[nodiscard]] double slowest(double s) const {
+        return am::coll::allreduce(world, s, am::coll::max{});
+    }
 
     /// Calibrates K, times the repetitions, reports latency (and bandwidth).
     template <class Loop, class Reset, class Check>
     void run(const char* op, std::size_t bytes, Loop loop, Reset reset, Check check) const {
         auto sync = [this] { barrier(); };
-        const std::uint64_t k =
-            batch_size(p.batch, loop, sync, [this](double s) { return share(s); });
+        auto max = [this](double s) { return slowest(s); };
+        const std::uint64_t k = batch_size(p.batch, loop, sync, max);
         const std::vector<double> us =
-            time_batches(env.opts().reps, k, loop, sync, std::move(reset), std::move(check));
+            time_batches(env.opts().reps, k, loop, sync, max, std::move(reset), std::move(check));
         env.report(ctx, bench_name, op, bytes, "latency_us", us);
         if (with_bandwidth(op, bytes)) {
             env.report(ctx, bench_name, op, bytes, "bandwidth_GBps", bandwidth_of(bytes, us));
@@ -332,6 +336,14 @@ int main(int argc, char** argv) {
                     job.args = base_args;
                     job.args.insert(job.args.end(),
                                     {"--transport", tp, "--ranks", std::to_string(n)});
+                    if (tp == "mpi" && n > usable_cores()) {
+                        // Every rank takes part in a collective: the harness's placement for
+                        // oversubscribed point-to-point runs (rank 0 alone on core 0, the
+                        // others sharing the rest, busy-polling) would starve them. Unbound
+                        // and backing off, as the MPI baseline's ranks are.
+                        job.pin = 0;
+                        job.args.push_back("--no-pin");
+                    }
                     const int st = run_am_job(
                         job, {.hop = false},
                         [&p](am::context& ctx, rank_env& env) { rank_main(ctx, env, p); }, part,

@@ -49,12 +49,13 @@ struct job {
     template <class Loop, class Reset, class Check>
     void run(const char* op, std::size_t bytes, Loop loop, Reset reset, Check check) const {
         auto sync = [] { MPI_Barrier(MPI_COMM_WORLD); };
-        auto share = [](double s) {
-            MPI_Bcast(&s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-            return s;
+        auto slowest = [](double s) {
+            double m = 0;
+            MPI_Allreduce(&s, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            return m;
         };
-        const std::uint64_t k = batch_size(batch, loop, sync, share);
-        const std::vector<double> us = time_batches(o.reps, k, loop, sync, reset, check);
+        const std::uint64_t k = batch_size(batch, loop, sync, slowest);
+        const std::vector<double> us = time_batches(o.reps, k, loop, sync, slowest, reset, check);
         if (rank != 0) return;
         rep.add(
             make_result(bench_name, "mpi", "mpi", size, op, bytes, "latency_us", summarize(us)));
