@@ -10,8 +10,9 @@
 Prints Markdown: per transport and rank count, am and MPI medians and the am/mpi ratios of
 every (op, bytes); the issue's goals (8 B allreduce and barrier <= 1.0x MPI's time on shm and
 threads, <= 1.2x on the mpi transport; 1 MiB allreduce >= 0.8x MPI's bandwidth) met or not;
-and, for every (transport, op) measured at 3 or more rank counts without MPI, the least-squares
-fits of time against log2 P and against P with their R^2. Writes ratios.png (am/mpi per op
+and, for every op without data measured at 3 or more rank counts, the least-squares
+fits of time (and of the core time per rank) against log2 P and against P with their R^2,
+over the rank counts from --fit-from (64) up. Writes ratios.png (am/mpi per op
 and size, one panel per transport) and, with scaling lines, scaling.png, unless --no-plot.
 --expect ratios,scaling: exit 1 when one of those figures was not drawn.
 """
@@ -97,25 +98,35 @@ def goals(rows):
     return met_all
 
 
-def scaling_series(rows):
-    """(transport, op) -> [(P, µs)] over the am latency lines of 3 or more rank counts."""
+def scaling_series(rows, least):
+    """(transport, op) -> [(P, µs)] over the am latency lines of the ops without data at P >=
+    least, when there are 3 or more such rank counts."""
     s = defaultdict(dict)
     for r in benchjson.pick(rows, system="am", metric="latency_us"):
-        if r["bytes"] == 0:
+        if r["bytes"] == 0 and r["ranks"] >= least:
             s[(r["transport"], r["op"])][r["ranks"]] = r["median"]
-    return {k: sorted(v.items()) for k, v in s.items() if len(v) >= 3 and max(v) > 8}
+    return {k: sorted(v.items()) for k, v in s.items() if len(v) >= 3}
 
 
-def fits(series):
-    print("\n| transport | op | P | µs | fit a + b log2 P: R² | fit a + b P: R² |")
+def fit_row(tp, op, what, ps, ys):
+    al, bl, rl = lstsq([math.log2(p) for p in ps], ys)
+    ap, bp, rp = lstsq(ps, ys)
+    print(f"| {tp} | {op} | {what} | {', '.join(f'{y:.4g}' for y in ys)} | {al:.4g} + {bl:.4g}"
+          f" log2 P: **{rl:.3f}** | {ap:.4g} + {bp:.4g} P: **{rp:.3f}** |")
+
+
+def fits(series, cores):
+    """Time per operation, and the core time one rank's share takes (time x min(P, cores) / P:
+    with P threads on `cores` cores, an algorithm of O(log P) rounds of O(1) work per rank takes
+    O(P log P / cores) wall time, so the core time per rank is what grows as log P)."""
+    print(f"\nFits over P = {', '.join(str(p) for p, _ in next(iter(series.values())))} "
+          f"({cores} cores):\n")
+    print("| transport | op | figure | values | fit a + b log2 P: R² | fit a + b P: R² |")
     print("|---|---|---|---|---|---|")
     for (tp, op), pts in sorted(series.items()):
         ps, ts = [p for p, _ in pts], [t for _, t in pts]
-        al, bl, rl = lstsq([math.log2(p) for p in ps], ts)
-        ap, bp, rp = lstsq(ps, ts)
-        print(f"| {tp} | {op} | {', '.join(map(str, ps))} | {', '.join(f'{t:.4g}' for t in ts)}"
-              f" | {al:.4g} + {bl:.4g} log2 P: **{rl:.3f}** | {ap:.4g} + {bp:.4g} P: "
-              f"**{rp:.3f}** |")
+        fit_row(tp, op, "µs per op", ps, ts)
+        fit_row(tp, op, "core µs per rank", ps, [t * min(p, cores) / p for p, t in pts])
 
 
 OPS = ["barrier", "ctx_barrier", "epoch", "scan", "bcast", "allreduce", "alltoall"]
@@ -174,6 +185,10 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--expect", default="")
+    ap.add_argument("--fit-from", type=int, default=64,
+                    help="fit the rank counts from this one up (default 64)")
+    ap.add_argument("--cores", type=int, default=os.cpu_count(),
+                    help="cores of the machine that ran the lines (default: this one's)")
     a = ap.parse_args()
     rows = benchjson.load(a.files, "coll")
     if not rows:
@@ -181,9 +196,9 @@ def main():
         return 1
     table(rows)
     goals(rows)
-    series = scaling_series(rows)
+    series = scaling_series(rows, a.fit_from)
     if series:
-        fits(series)
+        fits(series, a.cores)
     if a.no_plot:
         return 0
     plt = benchplot.pyplot("plot_collectives.py")
