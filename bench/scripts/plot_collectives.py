@@ -140,7 +140,8 @@ def plot_ratios(plt, rows, path):
     f, axs = plt.subplots(1, len(tps), figsize=(5.2 * len(tps), 4.6), sharey=True, squeeze=False)
     for ax, tp in zip(axs[0], tps):
         pts = sorted({(r["op"], r["bytes"], r["metric"]) for r in benchjson.pick(rs, transport=tp)},
-                     key=lambda k: (OPS.index(k[0]) if k[0] in OPS else 99, k[2], k[1]))
+                     key=lambda k: (OPS.index(k[0]) if k[0] in OPS else 99,
+                                    k[2] == "bandwidth_ratio", k[1]))
         ranks = sorted({r["ranks"] for r in benchjson.pick(rs, transport=tp)})
         w = 0.8 / len(ranks)
         for i, p in enumerate(ranks):
@@ -151,14 +152,14 @@ def plot_ratios(plt, rows, path):
                     xs.append(j + (i - (len(ranks) - 1) / 2) * w)
                     got.append(r)
             ax.bar(xs, [r["median"] for r in got], width=w, label=f"{p} ranks",
-                   yerr=benchjson.err(got), capsize=2, error_kw={"alpha": 0.5})
+                   yerr=benchjson.err(got), capsize=2, error_kw={"alpha": 0.25})
         labels = [f"{op} {size(b)}" + (" bw" if m == "bandwidth_ratio" else "")
                   for op, b, m in pts]
         ax.set_xticks(range(len(pts)))
         ax.set_xticklabels(labels, rotation=70, fontsize=8)
         ax.axhline(1.0, color="black", lw=0.8)
         ax.set_yscale("log")
-        ax.set_title(f"am on {tp} / MPI (Open MPI, vader)")
+        ax.set_title(f"am on {tp} / MPI (whiskers: the ratio's min-max range)", fontsize=10)
         ax.set_ylabel("am/MPI: time (bw: bandwidth)")
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=8)
