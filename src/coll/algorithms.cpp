@@ -61,8 +61,9 @@ task broadcast_alg(coll_layer& l, op& o) {
         const std::size_t at = s * seg,
                           len = std::min(seg, data.size() - std::min(at, data.size()));
         if (parent >= 0 && s > 0) {
-            entry e = co_await l.recv(o, abs(parent), static_cast<std::uint32_t>(s));
-            std::copy(e.data.begin(), e.data.end(), data.begin() + static_cast<std::ptrdiff_t>(at));
+            l.post(o, abs(parent), static_cast<std::uint32_t>(s),
+                   std::span<std::byte>(data.data() + at, len), false, false);
+            co_await l.posted(o);
         }
         const std::span<const std::byte> part(data.data() + at, len);
         for (const int c : children) {
@@ -155,9 +156,9 @@ task allreduce_alg(coll_layer& l, op& o) {
             const range keep = lower ? range{mine.lo, mid} : range{mid, mine.hi};
             const range give = lower ? range{mid, mine.hi} : range{mine.lo, mid};
             const int partner = real(newrank ^ mask);
+            l.post(o, partner, k, bytes(keep), true, !lower);
             l.send(o, partner, k, bytes(give));
-            entry got = co_await l.recv(o, partner, k);
-            o.req.combine_range(bytes(keep), got.data, !lower);
+            co_await l.posted(o);
             stack.push_back(mine);
             mine = keep;
         }
@@ -165,11 +166,11 @@ task allreduce_alg(coll_layer& l, op& o) {
             const range whole = stack.back();
             stack.pop_back();
             const int partner = real(newrank ^ mask);
-            l.send(o, partner, k, bytes(mine));
-            entry got = co_await l.recv(o, partner, k);
             const range theirs =
                 mine.lo == whole.lo ? range{mine.hi, whole.hi} : range{whole.lo, mine.lo};
-            std::copy(got.data.begin(), got.data.end(), bytes(theirs).begin());
+            l.post(o, partner, k, bytes(theirs), false, false);
+            l.send(o, partner, k, bytes(mine));
+            co_await l.posted(o);
             mine = whole;
         }
     } else if (newrank >= 0) {

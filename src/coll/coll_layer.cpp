@@ -189,6 +189,26 @@ void coll_layer::on_fragment(int source, std::span<const std::byte> data, std::u
     const msg_key k{team, static_cast<std::uint32_t>(seqstep >> 32),
                     static_cast<std::uint32_t>(seqstep), source};
     guard g(*this);
+    if (op* o = active(team, k.seq);
+        o != nullptr && o->posted.posted && o->posted.key == k && _mailbox.find(k) == nullptr) {
+        // Posted: straight into place (when no earlier fragment went to the mailbox).
+        check_signature(*o, k, sig);
+        sink& s = o->posted;
+        if (!o->error && total != s.target.size()) {
+            o->error = std::make_exception_ptr(error(
+                errc::collective_mismatch,
+                std::string(o->req.call) + ": rank " + std::to_string(_rank) + ": a message of " +
+                    std::to_string(total) + " bytes arrived for a receive of " +
+                    std::to_string(s.target.size()) + " bytes (ranks disagree on a size)"));
+        }
+        if (!o->error) {
+            apply(*o, offset, data);
+            s.received += data.size();
+            s.done = s.received == total;
+        }
+        if (o->waiting && (o->error || s.done)) make_ready(*o);
+        return;
+    }
     entry& e = _mailbox.get(k);
     if (!e.started) {
         e.started = true;
@@ -247,6 +267,64 @@ entry coll_layer::recv_awaiter::await_resume() {
     return layer.take(key);
 }
 
+void coll_layer::apply(op& o, std::uint64_t offset, std::span<const std::byte> data) {
+    const std::span<std::byte> to = o.posted.target.subspan(offset, data.size());
+    if (o.posted.combine) {
+        o.req.combine_range(to, data, o.posted.other_first);
+    } else if (!data.empty()) {
+        std::memcpy(to.data(), data.data(), data.size());
+    }
+}
+
+void coll_layer::post(op& o, int team_rank, std::uint32_t step, std::span<std::byte> target,
+                      bool combine, bool other_first) {
+    o.posted = sink{{o.team->id, o.seq, step, o.team->members[team_rank]},
+                    target,
+                    combine,
+                    other_first,
+                    true,
+                    false,
+                    0};
+}
+
+coll_layer::posted_awaiter coll_layer::posted(op& o) {
+    return {*this, o};
+}
+
+bool coll_layer::posted_awaiter::await_ready() {
+    if (o.error || o.posted.done) return true;
+    const entry* e = layer._mailbox.find(o.posted.key);
+    return e != nullptr && e->complete();
+}
+
+void coll_layer::posted_awaiter::await_suspend(std::coroutine_handle<>) noexcept {
+    o.waiting = true;
+    o.awaited = o.posted.key;
+}
+
+void coll_layer::posted_awaiter::await_resume() {
+    o.posted.posted = false;
+    if (o.error) std::rethrow_exception(o.error);
+    if (o.posted.done) return;
+    // It came (or began to come) before it was posted: from the mailbox.
+    const entry e = layer.take(o.posted.key);
+    if (e.total != o.posted.target.size()) {
+        throw error(errc::collective_mismatch, std::string(o.req.call) + ": a message of " +
+                                                   std::to_string(e.total) +
+                                                   " bytes arrived for a receive of " +
+                                                   std::to_string(o.posted.target.size()) +
+                                                   " bytes (ranks disagree on a size)");
+    }
+    apply(o, 0, e.data);
+}
+
+bool coll_layer::resumable(const op& o) const noexcept {
+    if (o.error) return true;
+    if (o.posted.posted && o.posted.key == o.awaited && o.posted.done) return true;
+    const entry* e = _mailbox.find(o.awaited);
+    return e != nullptr && e->complete();
+}
+
 coll_layer::recv_awaiter coll_layer::recv(op& o, int team_rank, std::uint32_t step) {
     return {*this, o, {o.team->id, o.seq, step, o.team->members[team_rank]}};
 }
@@ -255,9 +333,11 @@ void coll_layer::send(op& o, int team_rank, std::uint32_t step, std::span<const 
                       std::uint64_t aux) {
     const int dest = o.team->members[team_rank];
     const std::uint64_t seqstep = std::uint64_t{o.seq} << 32 | step;
+    // Whole elements per fragment, so a posted receive can combine each fragment as it comes.
+    const std::size_t chunk = o.req.elem > 1 ? _chunk - _chunk % o.req.elem : _chunk;
     std::size_t at = 0;
     do {
-        const std::size_t n = std::min(_chunk, data.size() - at);
+        const std::size_t n = std::min(chunk, data.size() - at);
         _ctx.request(dest, _h_fragment, data.subspan(at, n), o.team->id, seqstep, o.sig.word,
                      o.sig.fixed, std::uint64_t{data.size()}, std::uint64_t{at}, aux);
         ++_messages;
@@ -286,8 +366,7 @@ std::size_t coll_layer::run_deferred() {
         } else if (!o->waiting) {
             _ready.push_back(o);  // suspended without a key: cannot happen, keep it moving
         } else {
-            const entry* e = _mailbox.find(o->awaited);
-            if (o->error || (e != nullptr && e->complete())) make_ready(*o);
+            if (resumable(*o)) make_ready(*o);
         }
     }
     return ran;

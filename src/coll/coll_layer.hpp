@@ -70,6 +70,9 @@ class mailbox {
         }
         return nullptr;
     }
+    const entry* find(const msg_key& k) const noexcept {
+        return const_cast<mailbox*>(this)->find(k);
+    }
     entry& get(const msg_key& k) {
         if (entry* e = find(k)) return *e;
         return _items.emplace_back(k, entry{}).second;
@@ -123,6 +126,18 @@ struct task {
     }
 };
 
+/// A receive posted before its message comes: the fragments go straight into `target`, copied
+/// or combined, instead of through the mailbox (for large messages: no copy, no allocation).
+struct sink {
+    msg_key key{};
+    std::span<std::byte> target;
+    bool combine = false;
+    bool other_first = false;
+    bool posted = false;
+    bool done = false;
+    std::uint64_t received = 0;
+};
+
 /// One collective in progress on this rank.
 struct op {
     std::shared_ptr<team_state> team;
@@ -135,6 +150,7 @@ struct op {
     std::exception_ptr error;  // a mismatch found by the handler
     bool waiting = false;
     msg_key awaited{};
+    sink posted;
     bool finished = false;
 };
 
@@ -160,6 +176,13 @@ class coll_layer final : public core::layer {
     // For the coroutines (src/coll/algorithms.cpp).
     struct recv_awaiter;
     recv_awaiter recv(op& o, int team_rank, std::uint32_t step);
+    /// Posts the receive of message `step` from `team_rank` into `target` (combined into it with
+    /// `combine_range` when `combine`, else copied); then `co_await posted(o)` waits for it.
+    /// One posted receive per collective at a time.
+    void post(op& o, int team_rank, std::uint32_t step, std::span<std::byte> target, bool combine,
+              bool other_first);
+    struct posted_awaiter;
+    posted_awaiter posted(op& o);
     /// Sends `data` to member `team_rank` as message `step` of `o` (fragmented into mediums).
     void send(op& o, int team_rank, std::uint32_t step, std::span<const std::byte> data,
               std::uint64_t aux = 0);
@@ -175,6 +198,10 @@ class coll_layer final : public core::layer {
     void finish(op& o);
     void make_ready(op& o);
     void check_stall(op& o);
+    /// Whether a suspended collective can go on (its message is there, or it failed).
+    bool resumable(const op& o) const noexcept;
+    /// Copies or combines `data` (at byte `offset` of the message) into the posted receive.
+    static void apply(op& o, std::uint64_t offset, std::span<const std::byte> data);
     task body_of(op& o);
 
     context& _ctx;
@@ -195,6 +222,13 @@ class coll_layer final : public core::layer {
         _h_fragment;
 
   public:
+    struct posted_awaiter {
+        coll_layer& layer;
+        op& o;
+        bool await_ready();
+        void await_suspend(std::coroutine_handle<>) noexcept;
+        void await_resume();
+    };
     struct recv_awaiter {
         coll_layer& layer;
         op& o;
