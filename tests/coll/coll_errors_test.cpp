@@ -372,7 +372,8 @@ TEST_P(coll_failing, no_message_mismatch_times_out) {
 // collective for it and files it in the mailbox, where nothing looks again: no mismatch is
 // reported, each rank returns its own value, and the job succeeds. (When a message arrives
 // before the receiver's collective finished, the mismatch is found; so the race is run in 400
-// jobs, and in none may the job succeed: typically 1-5 do on shm, dozens on threads.)
+// jobs, and in none may the job succeed: dozens do on threads. On shm the processes leave the
+// barrier further apart and only 0-5 do, so the test runs on threads only.)
 TEST_P(coll_bug_pair, broadcast_both_roots_undetected) {
     int undetected = 0;
     std::string sample;
@@ -433,7 +434,7 @@ TEST_P(coll_bug_errors, invalid_team_error_names_the_rank) {
 
 AM_INSTANTIATE(coll_errors, coll_test::params());
 AM_INSTANTIATE(coll_failing, am_test::without_mpi(am_test::make_params({2, 3, 5, 8}, {2, 3})));
-AM_INSTANTIATE(coll_bug_pair, am_test::exact_params({2}, {2}, {}));
+AM_INSTANTIATE(coll_bug_pair, am_test::exact_params({2}, {}, {}));
 AM_INSTANTIATE(coll_bug_errors, am_test::exact_params({1, 3}, {2}, {}));
 
 }  // namespace
