@@ -167,16 +167,30 @@ std::vector<blob> coll_layer::run(const std::shared_ptr<team_state>& t, request&
         res->error = std::move(e);
         res->done.store(true, std::memory_order_release);
     });
-    _ctx.wait([&] {
-        const bool done = res->done.load(std::memory_order_acquire);
-        if (!done && _timeout > 0 &&
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() >
-                _timeout) {
+    try {
+        _ctx.wait([&] {
+            const bool done = res->done.load(std::memory_order_acquire);
+            if (!done && _timeout > 0 &&
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() >
+                    _timeout) {
+                guard g(*this);
+                if (op* o = active(t->id, seq)) check_stall(*o);
+            }
+            return done;
+        });
+    } catch (const error& e) {
+        // The mismatch this rank found failed the job, so the wait stops with errc::aborted
+        // before the collective resumes to raise it: raise it here, on the rank that found it.
+        if (e.code() != errc::aborted) throw;
+        std::exception_ptr found =
+            res->done.load(std::memory_order_acquire) ? res->error : std::exception_ptr();
+        if (!found) {
             guard g(*this);
-            if (op* o = active(t->id, seq)) check_stall(*o);
+            if (op* o = active(t->id, seq)) found = o->error;
         }
-        return done;
-    });
+        if (found) std::rethrow_exception(found);
+        throw;
+    }
     if (res->error) std::rethrow_exception(res->error);
     return std::move(res->out);
 }
