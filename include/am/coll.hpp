@@ -25,9 +25,9 @@
 /// the differing ranks (e.g. every rank names another rank as a broadcast's root) waits: with
 /// config::epoch_timeout (`AM_EPOCH_TIMEOUT`) set, a blocking collective waiting that long fails
 /// the job (errc::timeout) naming the team, the call and the rank it waits for. Bad arguments
-/// (root out of range, an all-to-all whose input does not divide by the team size, a team this
-/// rank is not a member of) throw am::error(invalid_argument) naming the call and the rank
-/// before anything is sent.
+/// throw am::error naming the call and the rank before anything is sent: a root out of range
+/// (errc::bad_rank); an all-to-all whose input does not divide by the team size, a team this
+/// rank is not a member of (errc::invalid_argument).
 ///
 /// Blocking calls poll the rank's context while they wait (other handlers keep running); they
 /// refuse to run inside a plain handler (errc::bad_context) and block an optimistic one. The
@@ -90,9 +90,15 @@ class team {
     /// For the library.
     [[nodiscard]] const std::shared_ptr<detail::team_state>& state() const noexcept { return _st; }
     explicit team(std::shared_ptr<detail::team_state> st) noexcept : _st(std::move(st)) {}
+    /// For the library: no members here, but the rank is known (an undefined color's team),
+    /// so errors can name it.
+    explicit team(context* ctx) noexcept : _ctx(ctx) {}
+    /// For the library: the context of a team without members here, or null.
+    [[nodiscard]] context* home() const noexcept { return _ctx; }
 
   private:
     std::shared_ptr<detail::team_state> _st;
+    context* _ctx = nullptr;
 };
 
 /// The team of every rank of the job (team rank = job rank). Every call returns the same team.
@@ -175,6 +181,7 @@ namespace detail {
 
 template <class R, class F>
 future<R> nonblocking(const team& t, request&& r, F convert) {
+    check_team(t, r.call);
     auto p = std::make_shared<promise<R>>(t.ctx());
     future<R> f = p->get_future();
     start(t, std::move(r),

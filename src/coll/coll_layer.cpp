@@ -147,6 +147,7 @@ void coll_layer::start(const std::shared_ptr<team_state>& t, request&& r, done_f
         guard g(*this);
         ++_collectives;
         _active.push_back(o.get());
+        record_start(*o);
         check_arrived(*o);
         _ready.push_back(o.release());
     }
@@ -223,6 +224,7 @@ void coll_layer::on_fragment(int source, std::span<const std::byte> data, std::u
         if (o->waiting && (o->error || s.done)) make_ready(*o);
         return;
     }
+    if (active(team, k.seq) == nullptr) check_late(source, k, sig);
     entry& e = _mailbox.get(k);
     if (!e.started) {
         e.started = true;
@@ -252,6 +254,37 @@ void coll_layer::check_signature(op& o, const msg_key& k, const signature& their
         " (every member of a team must make the same collective calls in the same order)";
     core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
     o.error = std::make_exception_ptr(error(errc::collective_mismatch, what));
+}
+
+void coll_layer::record_start(const op& o) {
+    auto it = std::find_if(_teams.begin(), _teams.end(),
+                           [&](const team_record& r) { return r.team == o.team->id; });
+    if (it == _teams.end()) {
+        _teams.emplace_back();
+        it = std::prev(_teams.end());
+        it->team = o.team->id;
+        it->name = o.team->name;
+    }
+    it->started = o.seq;
+    it->seq[o.seq % team_record::kept] = o.seq;
+    it->sig[o.seq % team_record::kept] = o.sig;
+}
+
+void coll_layer::check_late(int source, const msg_key& k, const signature& theirs) {
+    const auto it = std::find_if(_teams.begin(), _teams.end(),
+                                 [&](const team_record& r) { return r.team == k.team; });
+    if (it == _teams.end() || k.seq > it->started) return;  // a collective still to come here
+    const std::size_t slot = k.seq % team_record::kept;
+    const std::string mine =
+        it->seq[slot] == k.seq ? describe(it->sig[slot]) : std::string("a collective");
+    const std::string what =
+        "am::coll: rank " + std::to_string(_rank) + ": collectives on team " + it->name +
+        " do not match at its collective #" + std::to_string(k.seq) + ": job rank " +
+        std::to_string(_rank) + " called " + mine + ", which has finished, while job rank " +
+        std::to_string(source) + " called " + describe(theirs) +
+        " and sent it a message that call never takes (every member of a team must make the "
+        "same collective calls in the same order)";
+    core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
 }
 
 void coll_layer::check_arrived(op& o) {

@@ -210,6 +210,19 @@ class coll_layer final : public core::layer {
     double _timeout;
     std::shared_ptr<team_state> _world;
     std::mutex _mutex;  // taken only while a progress thread may run handlers
+    /// What this rank started on each of its teams: a message for a collective it has already
+    /// finished was not consumed by it, so the sender made another call (a mismatch).
+    struct team_record {
+        std::uint64_t team = 0;
+        std::uint32_t started = 0;
+        std::string name;
+        static constexpr std::size_t kept = 8;
+        std::uint32_t seq[kept] = {};
+        signature sig[kept] = {};
+    };
+    std::vector<team_record> _teams;
+    void record_start(const op& o);
+    void check_late(int source, const msg_key& k, const signature& theirs);
     mailbox _mailbox;
     std::vector<op*> _active;  // started, not finished
     [[nodiscard]] op* active(std::uint64_t team, std::uint32_t seq) const noexcept;

@@ -11,12 +11,17 @@ namespace am::coll {
 namespace {
 
 const detail::team_state& state_of(const std::shared_ptr<detail::team_state>& st,
-                                   const char* call) {
+                                   const context* home, const char* call) {
     if (!st) {
+        if (home != nullptr) {
+            util::fail(errc::invalid_argument, call, home->rank(),
+                       "this rank is not a member of the team (it passed "
+                       "am::coll::team::undefined to split)");
+        }
         throw error(errc::invalid_argument,
                     std::string(call) +
-                        ": this rank is not a member of the team (a default "
-                        "team, or a split with team::undefined)");
+                        ": this rank is not a member of the team: a default-constructed team "
+                        "has no members (use am::coll::world(ctx) or a team from split)");
     }
     return *st;
 }
@@ -37,20 +42,20 @@ std::uint64_t child_id(std::uint64_t parent, std::uint32_t split, int color) {
 }  // namespace
 
 int team::rank() const {
-    return state_of(_st, "am::coll::team::rank").rank;
+    return state_of(_st, _ctx, "am::coll::team::rank").rank;
 }
 int team::size() const {
-    return static_cast<int>(state_of(_st, "am::coll::team::size").members.size());
+    return static_cast<int>(state_of(_st, _ctx, "am::coll::team::size").members.size());
 }
 context& team::ctx() const {
-    return *state_of(_st, "am::coll::team::ctx").ctx;
+    return *state_of(_st, _ctx, "am::coll::team::ctx").ctx;
 }
 std::string team::name() const {
     return _st ? _st->name : std::string("(no team)");
 }
 
 int team::world_rank(int team_rank) const {
-    const detail::team_state& t = state_of(_st, "am::coll::team::world_rank");
+    const detail::team_state& t = state_of(_st, _ctx, "am::coll::team::world_rank");
     if (team_rank < 0 || team_rank >= static_cast<int>(t.members.size())) {
         util::fail(errc::bad_rank, "am::coll::team::world_rank", t.ctx->rank(),
                    "team rank " + std::to_string(team_rank) + " out of range [0, " +
@@ -60,14 +65,14 @@ int team::world_rank(int team_rank) const {
 }
 
 int team::team_rank(int world_rank) const {
-    const detail::team_state& t = state_of(_st, "am::coll::team::team_rank");
+    const detail::team_state& t = state_of(_st, _ctx, "am::coll::team::team_rank");
     if (world_rank < 0 || world_rank >= static_cast<int>(t.of_world.size())) return -1;
     return t.of_world[static_cast<std::size_t>(world_rank)];
 }
 
 team team::split(int color, int key) const {
     const char* call = "am::coll::team::split";
-    const detail::team_state& parent = state_of(_st, call);
+    const detail::team_state& parent = state_of(_st, _ctx, call);
     if (color < 0 && color != undefined) {
         util::fail(
             errc::invalid_argument, call, parent.ctx->rank(),
@@ -79,7 +84,7 @@ team team::split(int color, int key) const {
     detail::request r = detail::value_request(detail::kind::split, call, choice{color, key});
     const std::vector<choice> all = detail::values_of<choice>(detail::run(*this, std::move(r)));
     const std::uint32_t number = ++_st->splits;
-    if (color == undefined) return team{};
+    if (color == undefined) return team{parent.ctx};
     std::vector<std::tuple<int, int>> group;  // (key, parent rank)
     for (std::size_t i = 0; i < all.size(); ++i) {
         if (all[i].color == color) group.emplace_back(all[i].key, static_cast<int>(i));
@@ -122,7 +127,7 @@ future<void> barrier_nb(const team& t) {
 namespace detail {
 
 void check_team(const team& t, const char* call) {
-    (void)state_of(t.state(), call);
+    (void)state_of(t.state(), t.home(), call);
 }
 
 void bad_root(const team& t, int root, const char* call) {
@@ -164,7 +169,9 @@ void start(const team& t, request&& r, done_fn done) {
 std::vector<blob> run(const team& t, request&& r) {
     coll_layer& l = layer_of(t, r.call);
     check_request(t, r);
-    core::check_wait(t.ctx(), r.call);
+    // Refused in a plain handler before anything is sent; an optimistic handler (a `then`
+    // continuation, an RPC body) blocks as a thread in the wait.
+    (void)am::detail::core_wait_check(am::detail::access::impl(t.ctx()), r.call);
     return l.run(t.state(), std::move(r));
 }
 

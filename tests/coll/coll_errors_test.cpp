@@ -26,7 +26,7 @@ using am_test::spmd_test;
 class coll_errors : public spmd_test {};
 /// Tests that show bugs (they fail), on threads and shm only: on mpi one failing test fails
 /// the run of every test of its job.
-class coll_bug_errors : public spmd_test {};
+class coll_errors_named : public spmd_test {};
 
 std::string rank_is(int r) {
     return "rank " + std::to_string(r) + ":";
@@ -296,8 +296,8 @@ class coll_failing : public spmd_test {
     }
 };
 
-/// The two-rank case of a bug (fails).
-class coll_bug_pair : public coll_failing {};
+/// Two ranks that each name themselves a broadcast's root.
+class coll_late_pair : public coll_failing {};
 
 TEST_P(coll_failing, mismatch_kinds) {
     mismatch([](const am::team& t) { (void)am::coll::allreduce(t, 1, am::coll::sum{}); },
@@ -308,7 +308,8 @@ TEST_P(coll_failing, mismatch_kinds) {
 
 // Different roots of a reduce: rank 0 (the root of its own) awaits rank 1's message, which
 // names root 1. (A broadcast is not used: when two ranks both think they are the root, each
-// sends and returns at once — coll_bug.broadcast_both_roots_undetected.)
+// sends and returns at once; the other's message then arrives after its collective finished —
+// coll_late_pair.broadcast_both_roots_detected.)
 TEST_P(coll_failing, mismatch_roots) {
     mismatch([](const am::team& t) { (void)am::coll::reduce(t, 1, am::coll::sum{}, 0); },
              [](const am::team& t) { (void)am::coll::reduce(t, 1, am::coll::sum{}, 1); },
@@ -366,16 +367,14 @@ TEST_P(coll_failing, no_message_mismatch_times_out) {
     EXPECT_TRUE(am_test::contains(err, "epoch_timeout")) << err;
 }
 
-// BUG (fails): rank 0 names root 0 of a broadcast, rank 1 root 1. Each is a root: it sends
-// to the other and finishes at once, receiving nothing. When the other's message arrives after
-// this rank's collective finished, on_fragment (src/coll/coll_layer.cpp) finds no active
-// collective for it and files it in the mailbox, where nothing looks again: no mismatch is
-// reported, each rank returns its own value, and the job succeeds. (When a message arrives
-// before the receiver's collective finished, the mismatch is found; so the race is run in 400
-// jobs, and in none may the job succeed: dozens do on threads. On shm the processes leave the
-// barrier further apart and only 0-5 do, so the test runs on threads only.)
-TEST_P(coll_bug_pair, broadcast_both_roots_undetected) {
-    int undetected = 0;
+// Rank 0 names root 0 of a broadcast, rank 1 root 1. Each is a root: it sends to the other and
+// finishes at once, receiving nothing. A message for a collective its receiver has finished is
+// one that call never takes: the receiver fails the job naming both calls (found by this test
+// in 30 % of 400 jobs before the check existed: the message arrived late and was kept unread).
+// Whether it arrives before or after the receiver finished is a race, so 400 jobs run; none
+// may succeed, and each failure says the collectives do not match.
+TEST_P(coll_late_pair, broadcast_both_roots_detected) {
+    int undetected = 0, unnamed = 0;
     std::string sample;
     for (int job = 0; job < 400; ++job) {
         ::testing::internal::CaptureStderr();
@@ -388,20 +387,23 @@ TEST_P(coll_bug_pair, broadcast_both_roots_undetected) {
         const std::string err = ::testing::internal::GetCapturedStderr();
         if (rc == 0) {
             ++undetected;
-        } else if (sample.empty()) {
-            sample = err;
+        } else {
+            if (!am_test::contains(err, "do not match")) ++unnamed;
+            if (sample.empty()) sample = err;
         }
     }
     EXPECT_EQ(undetected, 0) << "jobs of 400 in which both ranks returned from a broadcast with "
                                 "different roots (each its own value) and the job succeeded; a "
                                 "failed job printed: "
                              << sample;
+    EXPECT_EQ(unnamed, 0) << "failed jobs whose error does not say the collectives do not match; "
+                             "the first failure printed: "
+                          << sample;
 }
 
-// BUG (fails): the _nb forms on a team this rank is not a member of throw naming
-// "am::coll::team::ctx", not the call: detail::nonblocking (include/am/coll.hpp) makes its
-// promise with t.ctx() before start() checks the team with the call's name.
-TEST_P(coll_bug_errors, nonblocking_on_invalid_team_names_the_call) {
+// The _nb forms on a team this rank is not a member of throw naming the call (they once named
+// "am::coll::team::ctx": the promise was made with t.ctx() before the team was checked).
+TEST_P(coll_errors_named, nonblocking_on_invalid_team_names_the_call) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const am::team w = am::coll::world(ctx);
                   const am::team out = w.split(am::team::undefined, 0);
@@ -417,11 +419,10 @@ TEST_P(coll_bug_errors, nonblocking_on_invalid_team_names_the_call) {
               0);
 }
 
-// BUG (fails): <am/coll.hpp> says a call on "a team this rank is not a member of" throws
-// invalid_argument "naming the call and the rank"; the text of state_of (src/coll/team.cpp)
-// names no rank ("am::coll::allreduce: this rank is not a member of the team ..."). A default
-// team has no context to name one; a team::undefined split's could (its parent's rank).
-TEST_P(coll_bug_errors, invalid_team_error_names_the_rank) {
+// <am/coll.hpp> says a call on "a team this rank is not a member of" throws
+// invalid_argument "naming the call and the rank": a team::undefined split's team keeps its
+// rank's context for that (a default team has none to name).
+TEST_P(coll_errors_named, invalid_team_error_names_the_rank) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const am::team w = am::coll::world(ctx);
                   const am::team out = w.split(am::team::undefined, 0);
@@ -434,7 +435,7 @@ TEST_P(coll_bug_errors, invalid_team_error_names_the_rank) {
 
 AM_INSTANTIATE(coll_errors, coll_test::params());
 AM_INSTANTIATE(coll_failing, am_test::without_mpi(am_test::make_params({2, 3, 5, 8}, {2, 3})));
-AM_INSTANTIATE(coll_bug_pair, am_test::exact_params({2}, {}, {}));
-AM_INSTANTIATE(coll_bug_errors, am_test::exact_params({1, 3}, {2}, {}));
+AM_INSTANTIATE(coll_late_pair, am_test::exact_params({2}, {}, {}));
+AM_INSTANTIATE(coll_errors_named, am_test::exact_params({1, 3}, {2}, {}));
 
 }  // namespace

@@ -21,7 +21,7 @@ class coll_team : public spmd_test {};
 class coll_nb : public spmd_test {};
 /// Tests that show bugs (they fail): not on mpi, where one failing test fails the whole job's
 /// run of every test.
-class coll_bug : public spmd_test {};
+class coll_optimistic : public spmd_test {};
 
 /// The world ranks of `t`'s members, in team order, as `t` says.
 std::vector<int> members_of(const am::team& t) {
@@ -348,13 +348,11 @@ TEST_P(coll_nb, then_continuations) {
               0);
 }
 
-// BUG (fails): <am/coll.hpp> says blocking collectives "refuse to run inside a plain handler
+// <am/coll.hpp> says blocking collectives "refuse to run inside a plain handler
 // (errc::bad_context) and block an optimistic one", and a then continuation runs as an
-// optimistic handler (<am/future.hpp>). But detail::run (src/coll/team.cpp) calls
-// core::check_wait, which refuses optimistic handlers too: "am::coll::allreduce: rank 0:
-// called from an optimistic handler; those may block on am::mutex, am::condition_variable,
-// am::future and context::wait, but not here", and the job fails.
-TEST_P(coll_bug, blocking_collective_in_then_continuation) {
+// optimistic handler (<am/future.hpp>): a blocking allreduce inside one blocks it as a thread
+// until the collective completes.
+TEST_P(coll_optimistic, blocking_collective_in_then_continuation) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const am::team w = am::coll::world(ctx);
                   const int n = w.size(), me = w.rank();
@@ -369,6 +367,6 @@ TEST_P(coll_bug, blocking_collective_in_then_continuation) {
 
 AM_INSTANTIATE(coll_team, coll_test::params());
 AM_INSTANTIATE(coll_nb, coll_test::params());
-AM_INSTANTIATE(coll_bug, am_test::without_mpi(coll_test::params()));
+AM_INSTANTIATE(coll_optimistic, am_test::without_mpi(coll_test::params()));
 
 }  // namespace
