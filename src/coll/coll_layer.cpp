@@ -147,7 +147,7 @@ void coll_layer::start(const std::shared_ptr<team_state>& t, request&& r, done_f
         guard g(*this);
         ++_collectives;
         _active.push_back(o.get());
-        record_start(*o);
+        record_start(t->id, t->name, o->seq, o->sig);
         check_arrived(*o);
         _ready.push_back(o.release());
     }
@@ -256,18 +256,19 @@ void coll_layer::check_signature(op& o, const msg_key& k, const signature& their
     o.error = std::make_exception_ptr(error(errc::collective_mismatch, what));
 }
 
-void coll_layer::record_start(const op& o) {
+void coll_layer::record_start(std::uint64_t team, const std::string& name, std::uint32_t seq,
+                              const signature& sig) {
     auto it = std::find_if(_teams.begin(), _teams.end(),
-                           [&](const team_record& r) { return r.team == o.team->id; });
+                           [&](const team_record& r) { return r.team == team; });
     if (it == _teams.end()) {
         _teams.emplace_back();
         it = std::prev(_teams.end());
-        it->team = o.team->id;
-        it->name = o.team->name;
+        it->team = team;
+        it->name = name;
     }
-    it->started = o.seq;
-    it->seq[o.seq % team_record::kept] = o.seq;
-    it->sig[o.seq % team_record::kept] = o.sig;
+    it->started = seq;
+    it->seq[seq % team_record::kept] = seq;
+    it->sig[seq % team_record::kept] = sig;
 }
 
 void coll_layer::check_late(int source, const msg_key& k, const signature& theirs) {
@@ -280,10 +281,10 @@ void coll_layer::check_late(int source, const msg_key& k, const signature& their
     const std::string what =
         "am::coll: rank " + std::to_string(_rank) + ": collectives on team " + it->name +
         " do not match at its collective #" + std::to_string(k.seq) + ": job rank " +
-        std::to_string(_rank) + " called " + mine + ", which has finished, while job rank " +
-        std::to_string(source) + " called " + describe(theirs) +
-        " and sent it a message that call never takes (every member of a team must make the "
-        "same collective calls in the same order)";
+        std::to_string(_rank) + " called " + mine + " while job rank " + std::to_string(source) +
+        " called " + describe(theirs) +
+        " and sent it a message the first call never takes (every member of a team must make "
+        "the same collective calls in the same order)";
     core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
 }
 

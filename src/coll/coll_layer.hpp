@@ -221,7 +221,8 @@ class coll_layer final : public core::layer {
         signature sig[kept] = {};
     };
     std::vector<team_record> _teams;
-    void record_start(const op& o);
+    void record_start(std::uint64_t team, const std::string& name, std::uint32_t seq,
+                      const signature& sig);
     void check_late(int source, const msg_key& k, const signature& theirs);
     mailbox _mailbox;
     std::vector<op*> _active;  // started, not finished

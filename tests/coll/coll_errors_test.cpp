@@ -334,6 +334,26 @@ TEST_P(coll_failing, mismatch_span_sizes) {
              "am::coll::allreduce and operator am::coll::sum of 20 bytes");
 }
 
+// A barrier against an allreduce: at 3 and 5 ranks the allreduce sends rank 0 nothing (it folds
+// into rank 1), so only the barrier's messages show the mismatch — why the world barrier does
+// not run in the transport, which sends no message between the ranks.
+TEST_P(coll_failing, mismatch_world_barrier_against_allreduce) {
+    (void)failed_job(
+        [](am::context& ctx) {
+            const am::team w = am::coll::world(ctx);
+            am::coll::barrier(w);
+            if (ctx.rank() == 0) {
+                am::coll::barrier(w);
+            } else {
+                (void)am::coll::allreduce(w, 1, am::coll::sum{});
+            }
+            am::counter never(ctx);
+            never.wait(1);
+        },
+        am::errc::collective_mismatch,
+        {"collectives on team world do not match", "am::coll::barrier", "am::coll::allreduce"});
+}
+
 // On a split team (keys reversed, so team and job ranks differ): the text names the team and
 // the job ranks.
 TEST_P(coll_failing, mismatch_on_split_team) {
