@@ -3,8 +3,8 @@
 /// Umbrella header of the `am` C++ API.
 #pragma once
 
-#include <am/config.hpp>
 #include <am/coll.hpp>
+#include <am/config.hpp>
 #include <am/context.hpp>
 #include <am/error.hpp>
 #include <am/handler.hpp>
