@@ -236,7 +236,10 @@ void coll_layer::on_fragment(int source, std::span<const std::byte> data, std::u
     if (!data.empty()) std::memcpy(e.data.data() + offset, data.data(), data.size());
     e.received += data.size();
     op* started = active(k.team, k.seq);
-    if (started == nullptr) return;  // this rank has not started that collective yet
+    if (started == nullptr) {  // this rank has not started that collective yet
+        note_early(source, k, sig);
+        return;
+    }
     op& o = *started;
     check_signature(o, k, sig);
     if (o.waiting && (o.error || (o.awaited == k && e.complete()))) make_ready(o);
@@ -288,11 +291,25 @@ void coll_layer::check_late(int source, const msg_key& k, const signature& their
     core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
 }
 
+void coll_layer::note_early(int source, const msg_key& k, const signature& sig) {
+    const auto [it, added] = _early.try_emplace({k.team, k.seq}, sig, source);
+    if (added || it->second.first == sig) return;
+    // Two ranks sent messages of different calls for one collective this rank has not begun.
+    const std::string what =
+        "am::coll: rank " + std::to_string(_rank) + ": collectives do not match at collective #" +
+        std::to_string(k.seq) + " of a team (id " + std::to_string(k.team) + "): job rank " +
+        std::to_string(it->second.second) + " called " + describe(it->second.first) +
+        " while job rank " + std::to_string(source) + " called " + describe(sig) +
+        " (every member of a team must make the same collective calls in the same order)";
+    core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
+}
+
 void coll_layer::check_arrived(op& o) {
-    const std::uint64_t team = o.team->id;
-    for (const auto& [k, e] : _mailbox.items()) {
-        if (k.team == team && k.seq == o.seq) check_signature(o, k, e.sig);
-    }
+    const auto it = _early.find({o.team->id, o.seq});
+    if (it == _early.end()) return;
+    const auto [sig, source] = it->second;
+    _early.erase(it);
+    check_signature(o, {o.team->id, o.seq, 0, source}, sig);
 }
 
 entry coll_layer::take(const msg_key& k) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace am::coll::detail {
@@ -60,39 +61,39 @@ struct entry {
     bool started = false;
 };
 
-/// Messages that arrived and are not taken yet: few at a time (each collective awaits one, and
-/// early arrivals wait for their collective), so a vector searched from its end.
+struct msg_key_hash {
+    std::size_t operator()(const msg_key& k) const noexcept {
+        std::uint64_t h = k.team * 0x9e3779b97f4a7c15ull;
+        h ^= (std::uint64_t{k.seq} << 32 | k.step) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+        h ^= static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.source)) *
+             0xff51afd7ed558ccdull;
+        return static_cast<std::size_t>(h ^ (h >> 29));
+    }
+};
+
+/// Messages that arrived and are not taken yet, by key: a rank running ahead (a broadcast's
+/// root, a scan's rank 0) may leave thousands here.
 class mailbox {
   public:
     entry* find(const msg_key& k) noexcept {
-        for (auto it = _items.rbegin(); it != _items.rend(); ++it) {
-            if (it->first == k) return &it->second;
-        }
-        return nullptr;
+        const auto it = _items.find(k);
+        return it == _items.end() ? nullptr : &it->second;
     }
     const entry* find(const msg_key& k) const noexcept {
-        return const_cast<mailbox*>(this)->find(k);
+        const auto it = _items.find(k);
+        return it == _items.end() ? nullptr : &it->second;
     }
-    entry& get(const msg_key& k) {
-        if (entry* e = find(k)) return *e;
-        return _items.emplace_back(k, entry{}).second;
+    entry& get(const msg_key& k) { return _items[k]; }
+    entry take(const msg_key& k) {
+        auto node = _items.extract(k);
+        return node.empty() ? entry{} : std::move(node.mapped());
     }
-    entry take(const msg_key& k) noexcept {
-        for (auto it = _items.begin(); it != _items.end(); ++it) {
-            if (it->first != k) continue;
-            entry e = std::move(it->second);
-            if (&*it != &_items.back()) *it = std::move(_items.back());
-            _items.pop_back();
-            return e;
-        }
-        return {};
-    }
-    [[nodiscard]] const std::vector<std::pair<msg_key, entry>>& items() const noexcept {
+    [[nodiscard]] const std::unordered_map<msg_key, entry, msg_key_hash>& items() const noexcept {
         return _items;
     }
 
   private:
-    std::vector<std::pair<msg_key, entry>> _items;
+    std::unordered_map<msg_key, entry, msg_key_hash> _items;
 };
 
 class coll_layer;
@@ -194,6 +195,7 @@ class coll_layer final : public core::layer {
     class guard;
     std::size_t run_deferred();
     void check_arrived(op& o);
+    void note_early(int source, const msg_key& k, const signature& sig);
     void check_signature(op& o, const msg_key& k, const signature& theirs);
     void finish(op& o);
     void make_ready(op& o);
@@ -225,6 +227,9 @@ class coll_layer final : public core::layer {
                       const signature& sig);
     void check_late(int source, const msg_key& k, const signature& theirs);
     mailbox _mailbox;
+    /// For each collective of this rank's teams that messages came for before it began here:
+    /// the first such message's signature and source, checked when it begins.
+    std::map<std::pair<std::uint64_t, std::uint32_t>, std::pair<signature, int>> _early;
     std::vector<op*> _active;  // started, not finished
     [[nodiscard]] op* active(std::uint64_t team, std::uint32_t seq) const noexcept;
     std::deque<op*> _ready;
