@@ -236,34 +236,33 @@ std::vector<T> blob_vector(std::span<const std::byte> b) {
     return v;
 }
 
+/// acc[i] = op(acc[i], other[i]) (or op(other[i], acc[i])) over the n elements of T at `acc`.
+template <class T, class Op>
+void combine_elements(const Op& op, std::byte* acc, const std::byte* other, std::size_t n,
+                      bool other_first) {
+    for (std::size_t i = 0; i < n; ++i) {
+        T a, b;
+        std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
+        std::memcpy(&b, other + i * sizeof(T), sizeof(T));
+        const T r = other_first ? static_cast<T>(op(b, a)) : static_cast<T>(op(a, b));
+        std::memcpy(acc + i * sizeof(T), &r, sizeof(T));
+    }
+}
+
 /// Element-wise `op` over arrays of trivially copyable T.
 template <class T, class Op>
 range_fn elementwise_range(Op op) {
     return [op](std::span<std::byte> acc, std::span<const std::byte> other, bool other_first) {
-        const std::size_t n = acc.size() / sizeof(T);
-        for (std::size_t i = 0; i < n; ++i) {
-            T a, b;
-            std::memcpy(&a, acc.data() + i * sizeof(T), sizeof(T));
-            std::memcpy(&b, other.data() + i * sizeof(T), sizeof(T));
-            const T r = other_first ? static_cast<T>(op(b, a)) : static_cast<T>(op(a, b));
-            std::memcpy(acc.data() + i * sizeof(T), &r, sizeof(T));
-        }
+        combine_elements<T>(op, acc.data(), other.data(), acc.size() / sizeof(T), other_first);
     };
 }
 
+/// The same on a whole blob (its own lambda: a std::function inside this one would not fit
+/// its small buffer, one allocation per collective).
 template <class T, class Op>
 combine_fn elementwise(Op op) {
-    // The loop again rather than a call of elementwise_range: a std::function inside this one
-    // would not fit its small buffer (one allocation per collective).
     return [op](blob& acc, std::span<const std::byte> other, bool other_first) {
-        const std::size_t n = acc.size() / sizeof(T);
-        for (std::size_t i = 0; i < n; ++i) {
-            T a, b;
-            std::memcpy(&a, acc.data() + i * sizeof(T), sizeof(T));
-            std::memcpy(&b, other.data() + i * sizeof(T), sizeof(T));
-            const T r = other_first ? static_cast<T>(op(b, a)) : static_cast<T>(op(a, b));
-            std::memcpy(acc.data() + i * sizeof(T), &r, sizeof(T));
-        }
+        combine_elements<T>(op, acc.data(), other.data(), acc.size() / sizeof(T), other_first);
     };
 }
 
