@@ -13,12 +13,14 @@
  *   `AM_COLL_UNDEFINED` gets NULL. Every team from these calls is freed by `am_coll_team_free`
  *   (the world handle too; the world team itself lives with the context).
  * - Matching: every member of a team makes the same collective calls on it in the same order.
- *   Different calls, roots, operators or sizes fail the job (`AM_ERR_COLLECTIVE_MISMATCH` on
- *   the rank that sees it, `AM_ERR_ABORTED` elsewhere) naming the team, both ranks and both calls.
+ *   Different calls, roots, operators, element types or sizes fail the job
+ *   (`AM_ERR_COLLECTIVE_MISMATCH` on the rank that sees it in its call, `AM_ERR_ABORTED`
+ *   elsewhere) naming the team, both ranks and both calls.
  * - Reductions combine `count` elements of `type` with `op` element-wise, in rank order.
  *   `am_coll_allreduce_fn` takes a user function instead (the same on every rank).
  * - Buffers: every call is blocking and copies what it needs; `out` may alias `in`. Calls are
- *   refused in handlers (`AM_ERR_BAD_CONTEXT`).
+ *   refused in plain handlers (`AM_ERR_BAD_CONTEXT`); an RPC's function (an optimistic handler)
+ *   blocks in them as a thread.
  * - A NULL team returns `AM_ERR_INVALID_ARGUMENT` (there is no context to keep a message in).
  * - Thread-safety: a team is used by its rank, one call at a time.
  *
@@ -98,6 +100,7 @@ AM_NODISCARD am_status_t am_coll_allreduce(am_coll_team_t* team, const void* in,
                                            size_t count, am_coll_type_t type,
                                            am_coll_op_t op) AM_NOEXCEPT;
 /// As `am_coll_allreduce` with a user operator on elements of `elem_bytes`.
+/// `count · elem_bytes` must not overflow (`AM_ERR_TOO_LARGE`).
 AM_NODISCARD am_status_t am_coll_allreduce_fn(am_coll_team_t* team, const void* in, void* out,
                                               size_t count, size_t elem_bytes, am_coll_op_fn_t fn,
                                               void* user) AM_NOEXCEPT;

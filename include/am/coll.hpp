@@ -24,10 +24,13 @@
 /// naming the team, both ranks and both calls. A mismatch in which no message passes between
 /// the differing ranks (e.g. every rank names another rank as a broadcast's root) waits: with
 /// config::epoch_timeout (`AM_EPOCH_TIMEOUT`) set, a blocking collective waiting that long fails
-/// the job (errc::timeout) naming the team, the call and the rank it waits for. Bad arguments
+/// the job (errc::timeout) naming the team, the call and the rank it waits for. A message for a
+/// collective its receiver has already finished (or two early ones that differ) fails the job
+/// from the handler: every rank's next wait then throws errc::aborted carrying the text. Bad
+/// arguments
 /// throw am::error naming the call and the rank before anything is sent: a root out of range
-/// (errc::bad_rank); an all-to-all whose input does not divide by the team size, a team this
-/// rank is not a member of (errc::invalid_argument).
+/// (errc::bad_rank); an all-to-all whose input does not divide by the team size, an output span
+/// shorter than the input, a team this rank is not a member of (errc::invalid_argument).
 ///
 /// Blocking calls poll the rank's context while they wait (other handlers keep running); they
 /// refuse to run inside a plain handler (errc::bad_context) and block an optimistic one. The
@@ -212,6 +215,7 @@ request value_request(kind k, const char* call, const T& v, int root = -1) {
     r.root = root;
     r.fixed = bytewise<T>;
     r.fixed_bytes = bytewise<T> ? sizeof(T) : 0;
+    r.type = type_id<T>();
     r.in.push_back(to_blob(v));
     return r;
 }
@@ -234,6 +238,7 @@ request span_reduction(kind k, const char* call, std::span<const T> in, Op op, i
     r.root = root;
     r.fixed = true;
     r.fixed_bytes = in.size_bytes();
+    r.type = type_id<T>();
     r.op_id = op_id<Op>();
     r.elem = sizeof(T);
     r.in.push_back(span_blob(in));
@@ -263,6 +268,14 @@ void copy_out(std::span<T> out, const blob& b) {
     if (!out.empty()) std::memcpy(out.data(), b.data(), out.size_bytes());
 }
 
+/// The output span of a reduction must hold the input's elements (checked before anything is
+/// sent; `needed` false: this rank gets no result, e.g. a reduce's non-root).
+inline void check_out(const team& t, std::size_t out, std::size_t in, bool needed,
+                      const char* call) {
+    check_team(t, call);
+    if (needed && out < in) bad_size(t, out, in, "output elements, fewer than the input's", call);
+}
+
 template <class T>
 request span_broadcast(const team& t, std::span<T> data, int root, const char* call) {
     request r;
@@ -271,6 +284,7 @@ request span_broadcast(const team& t, std::span<T> data, int root, const char* c
     r.root = root;
     r.fixed = true;
     r.fixed_bytes = data.size_bytes();
+    r.type = type_id<T>();
     r.in.push_back(t.valid() && t.rank() == root ? span_blob(std::span<const T>(data)) : blob{});
     return r;
 }
@@ -286,6 +300,7 @@ request alltoall_request(const team& t, std::span<const T> in, const char* call)
     r.call = call;
     r.fixed = true;
     r.fixed_bytes = k * sizeof(T);
+    r.type = type_id<T>();
     for (std::size_t j = 0; j < n; ++j) r.in.push_back(span_blob(in.subspan(j * k, k)));
     return r;
 }
@@ -400,6 +415,7 @@ future<std::optional<T>> reduce_nb(const team& t, const T& v, Op op, int root) {
 template <class T, class Op>
 requires std::is_trivially_copyable_v<T>
 void reduce(const team& t, std::span<const T> in, std::span<T> out, Op op, int root) {
+    detail::check_out(t, out.size(), in.size(), t.valid() && t.rank() == root, "am::coll::reduce");
     auto res = detail::run(t, detail::span_reduction(detail::kind::reduce, "am::coll::reduce", in,
                                                      std::move(op), root));
     if (!res.empty()) detail::copy_out(out.first(in.size()), res[0]);
@@ -439,6 +455,7 @@ future<T> allreduce_nb(const team& t, const T& v, Op op) {
 template <class T, class Op>
 requires std::is_trivially_copyable_v<T>
 void allreduce(const team& t, std::span<const T> in, std::span<T> out, Op op) {
+    detail::check_out(t, out.size(), in.size(), true, "am::coll::allreduce");
     auto res = detail::run(t, detail::span_reduction(detail::kind::allreduce, "am::coll::allreduce",
                                                      in, std::move(op)));
     detail::copy_out(out.first(in.size()), res.at(0));

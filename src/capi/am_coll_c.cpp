@@ -221,6 +221,11 @@ am_status_t am_coll_allreduce_fn(am_coll_team_t* team, const void* in, void* out
         am::capi::check_pointer(call, team->ctx, out, count != 0, "output");
         am::capi::check_pointer(call, team->ctx, reinterpret_cast<const void*>(fn), true,
                                 "operator");
+        if (elem_bytes != 0 && count > SIZE_MAX / elem_bytes) {
+            am::capi::fail(am::errc::too_large, call, team->ctx,
+                           std::to_string(count) + " elements of " + std::to_string(elem_bytes) +
+                               " bytes overflow size_t");
+        }
         am::coll::detail::request r =
             bytes_request(am::coll::detail::kind::allreduce, call, in, count * elem_bytes, -1);
         r.combine = [fn, user, count, elem_bytes](am::coll::detail::blob& acc,

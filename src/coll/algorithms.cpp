@@ -135,7 +135,10 @@ task allreduce_alg(coll_layer& l, op& o) {
             newrank = r / 2;
         }
     }
-    const bool split = o.req.elem > 0 && o.req.combine_range && acc.size() >= split_bytes &&
+    // Posted combines take whole elements per fragment: elements larger than a fragment do not
+    // split.
+    const bool split = o.req.elem > 0 && o.req.elem <= l.segment_bytes() && o.req.combine_range &&
+                       acc.size() >= split_bytes &&
                        acc.size() / o.req.elem >= static_cast<std::size_t>(p2);
     if (newrank >= 0 && split) {
         // Among the p2 ranks left after the fold: in step k (mask = 2^k) a rank keeps half of

@@ -60,8 +60,10 @@ std::string rank_text(const team_state& t, int team_rank) {
 
 signature signature_of(const request& r) {
     const auto root = static_cast<std::uint64_t>(r.root + 1) & 0xffffffu;
+    // fixed: the element type (24 bits) over bytes per rank + 1 (40 bits; 0: ranks may differ).
+    const std::uint64_t bytes = r.fixed ? (r.fixed_bytes + 1) & ((std::uint64_t{1} << 40) - 1) : 0;
     return {std::uint64_t{static_cast<std::uint8_t>(r.what)} << 56 | root << 32 | r.op_id,
-            r.fixed ? r.fixed_bytes + 1 : 0};
+            std::uint64_t{r.type} << 40 | bytes};
 }
 
 std::string describe(const signature& s) {
@@ -77,7 +79,9 @@ std::string describe(const signature& s) {
     } else if (op != 0) {
         d += " and a user operator (id " + std::to_string(op) + ")";
     }
-    if (s.fixed != 0) d += " of " + std::to_string(s.fixed - 1) + " bytes per rank";
+    const std::uint64_t bytes = s.fixed & ((std::uint64_t{1} << 40) - 1);
+    if (bytes != 0) d += " of " + std::to_string(bytes - 1) + " bytes per rank";
+    if ((s.fixed >> 40) != 0) d += " of element type #" + std::to_string(s.fixed >> 40);
     return d;
 }
 
@@ -210,14 +214,23 @@ void coll_layer::on_fragment(int source, std::span<const std::byte> data, std::u
         check_signature(*o, k, sig);
         sink& s = o->posted;
         if (!o->error && total != s.target.size()) {
-            o->error = std::make_exception_ptr(error(
-                errc::collective_mismatch,
+            const std::string what =
                 std::string(o->req.call) + ": rank " + std::to_string(_rank) + ": a message of " +
-                    std::to_string(total) + " bytes arrived for a receive of " +
-                    std::to_string(s.target.size()) + " bytes (ranks disagree on a size)"));
+                std::to_string(total) + " bytes arrived for a receive of " +
+                std::to_string(s.target.size()) + " bytes (ranks disagree on a size)";
+            core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
+            o->error = std::make_exception_ptr(error(errc::collective_mismatch, what));
         }
         if (!o->error) {
-            apply(*o, offset, data);
+            try {
+                apply(*o, offset, data);
+            } catch (const std::exception& x) {  // the program's operator threw
+                const std::string what = std::string(o->req.call) + ": rank " +
+                                         std::to_string(_rank) + ": the operator threw on team " +
+                                         o->team->name + ": " + x.what();
+                core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
+                o->error = std::current_exception();
+            }
             s.received += data.size();
             s.done = s.received == total;
         }
@@ -399,7 +412,8 @@ void coll_layer::send(op& o, int team_rank, std::uint32_t step, std::span<const 
     const int dest = o.team->members[team_rank];
     const std::uint64_t seqstep = std::uint64_t{o.seq} << 32 | step;
     // Whole elements per fragment, so a posted receive can combine each fragment as it comes.
-    const std::size_t chunk = o.req.elem > 1 ? _chunk - _chunk % o.req.elem : _chunk;
+    const std::size_t chunk =
+        o.req.elem > 1 && o.req.elem <= _chunk ? _chunk - _chunk % o.req.elem : _chunk;
     std::size_t at = 0;
     do {
         const std::size_t n = std::min(chunk, data.size() - at);

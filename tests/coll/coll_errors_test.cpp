@@ -354,6 +354,27 @@ TEST_P(coll_failing, mismatch_world_barrier_against_allreduce) {
         {"collectives on team world do not match", "am::coll::barrier", "am::coll::allreduce"});
 }
 
+// An operator that throws fails the job naming the call and the team — also on the path where
+// it runs inside the message handler (a large vector's reduce-scatter combines fragments as
+// they arrive).
+TEST_P(coll_failing, throwing_operator_fails_the_job) {
+    ::testing::internal::CaptureStderr();
+    const int rc = run([](am::context& ctx) {
+        const am::team w = am::coll::world(ctx);
+        std::vector<std::uint32_t> v(40000, 1);  // 160 KB: reduce-scatter + allgather
+        am::coll::allreduce(w, std::span<const std::uint32_t>(v), std::span(v),
+                            [](std::uint32_t a, std::uint32_t b) -> std::uint32_t {
+                                if (a + b > 1) throw std::runtime_error("deliberate: op threw");
+                                return a + b;
+                            });
+        ADD_FAILURE() << "the allreduce returned";
+    });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(rc, 0);
+    EXPECT_TRUE(am_test::contains(err, "deliberate: op threw")) << err;
+    EXPECT_TRUE(am_test::contains(err, "am::coll::allreduce")) << err;
+}
+
 // On a split team (keys reversed, so team and job ranks differ): the text names the team and
 // the job ranks.
 TEST_P(coll_failing, mismatch_on_split_team) {

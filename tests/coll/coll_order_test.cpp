@@ -3,10 +3,12 @@
 // op(a, b) = a and the right one op(a, b) = b are associative, and give rank 0's and the last
 // rank's value only when every combine keeps rank order — small vectors (recursive doubling),
 // large ones (reduce-scatter + allgather, split from 64 KiB), scans and reduce.
+#include "support/expect.hpp"
 #include "support/spmd.hpp"
 
 #include <am/coll.hpp>
 
+#include <memory>
 #include <vector>
 
 namespace {
@@ -49,6 +51,41 @@ TEST_P(coll_order, projections_keep_rank_order) {
             EXPECT_EQ(*ex, mark(me - 1, 0));
         }
         EXPECT_EQ(am::coll::allreduce(w, mark(me, 0), left{}), mark(0, 0));
+    });
+    ASSERT_EQ(rc, 0);
+}
+
+// A value larger than one medium message (80 KB, elements of one "element"): sent whole in
+// fragments by recursive doubling, never split (a fragment cannot hold whole elements; the
+// send once looped on empty fragments). And the output span checks.
+struct big {
+    std::uint32_t v[20000];
+};
+
+TEST_P(coll_order, value_larger_than_a_fragment) {
+    const int rc = run([](am::context& ctx) {
+        const am::team w = am::coll::world(ctx);
+        const int n = w.size(), me = w.rank();
+        auto mine = std::make_unique<big>();
+        for (std::size_t i = 0; i < std::size(mine->v); ++i) mine->v[i] = mark(me, i);
+        const big total = am::coll::allreduce(w, *mine, [](const big& a, const big& b) {
+            big r;
+            for (std::size_t i = 0; i < std::size(r.v); ++i) r.v[i] = a.v[i] + b.v[i];
+            return r;
+        });
+        for (std::size_t i = 0; i < std::size(total.v); i += 991) {
+            std::uint32_t want = 0;
+            for (int r = 0; r < n; ++r) want += mark(r, i);
+            ASSERT_EQ(total.v[i], want) << i;
+        }
+        std::vector<int> in(5, 1), shorter(4);
+        am_test::expect_error(
+            [&] {
+                am::coll::allreduce(w, std::span<const int>(in), std::span(shorter),
+                                    am::coll::sum{});
+            },
+            am::errc::invalid_argument, {"am::coll::allreduce", "4 output elements"});
+        am::coll::barrier(w);  // nothing was sent by the refused call
     });
     ASSERT_EQ(rc, 0);
 }

@@ -6,6 +6,8 @@
 #include <am/error.hpp>
 #include <am/serial.hpp>
 
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -140,6 +142,7 @@ struct request {
     int root = -1;                  // team rank of the root, -1 when none
     std::uint64_t fixed_bytes = 0;  // bytes every rank contributes when they must be equal
     bool fixed = false;             // whether fixed_bytes is checked
+    std::uint32_t type = 0;         // the element type's identity (0: bytes), checked too
     std::uint32_t op_id = 0;        // the operator's identity (0: none)
     std::size_t elem = 0;  // >0: combine is element-wise on elements of this size (splittable)
     std::vector<blob> in;  // 1 contribution; size() for alltoall
@@ -176,6 +179,16 @@ std::uint32_t op_id() noexcept {
     }
 }
 
+/// A 24-bit identity for a value type: the same on every rank of one program.
+template <class T>
+std::uint32_t type_id() noexcept {
+    std::uint32_t h = 2166136261u;  // FNV-1a of the type's name
+    for (const char* p = typeid(T).name(); *p != 0; ++p) {
+        h = (h ^ static_cast<unsigned char>(*p)) * 16777619u;
+    }
+    return (h & 0xffffffu) | 1u;  // never 0 (bytes)
+}
+
 /// Values of T travel as their bytes when T is trivially copyable, else through
 /// am::serializer<T> (serial.hpp; cereal types with <am/rpc_cereal.hpp>).
 template <class T>
@@ -183,6 +196,14 @@ inline constexpr bool bytewise = std::is_trivially_copyable_v<T>;
 
 template <class T>
 concept collective_value = bytewise<T> || sendable<T>;
+
+/// The T whose bytes start at `p` (any alignment; T need not be default-constructible).
+template <class T>
+T load(const std::byte* p) noexcept {
+    std::array<std::byte, sizeof(T)> b;
+    std::memcpy(b.data(), p, sizeof(T));
+    return std::bit_cast<T>(b);
+}
 
 template <class T>
 blob to_blob(const T& v) {
@@ -201,15 +222,13 @@ blob to_blob(const T& v) {
 template <class T>
 T from_blob(std::span<const std::byte> b) {
     if constexpr (bytewise<T>) {
-        T v;
         if (b.size() != sizeof(T)) {
             throw error(errc::invalid_argument, "am::coll: a value of " + std::to_string(b.size()) +
                                                     " bytes arrived for a type of " +
                                                     std::to_string(sizeof(T)) +
                                                     " bytes (ranks disagree on a type)");
         }
-        std::memcpy(&v, b.data(), sizeof(T));
-        return v;
+        return load<T>(b.data());
     } else {
         // serial_reader wants a 16-byte aligned buffer: a vector's own storage is.
         if (reinterpret_cast<std::uintptr_t>(b.data()) % 16 != 0) {
@@ -241,9 +260,8 @@ template <class T, class Op>
 void combine_elements(const Op& op, std::byte* acc, const std::byte* other, std::size_t n,
                       bool other_first) {
     for (std::size_t i = 0; i < n; ++i) {
-        T a, b;
-        std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
-        std::memcpy(&b, other + i * sizeof(T), sizeof(T));
+        const T a = load<T>(acc + i * sizeof(T));
+        const T b = load<T>(other + i * sizeof(T));
         const T r = other_first ? static_cast<T>(op(b, a)) : static_cast<T>(op(a, b));
         std::memcpy(acc + i * sizeof(T), &r, sizeof(T));
     }
