@@ -54,24 +54,31 @@ void context_impl::allreduce_sum(transport::coll_kind kind, const std::uint64_t*
     _tp.allreduce_sum(kind, in, out, n, idle);
 }
 
-// One reduction decides whether every rank has the same table: the maximum of each word and
-// of its complement (the complement of the minimum) agree only when every rank's word is the
-// same. Only when they differ do the ranks gather their tables' entries for the report.
 void context_impl::check_tables(transport::coll_kind kind) {
+    struct digest {
+        std::uint64_t count, hash;
+    };
     const std::uint32_t n = _table.count();
-    const std::uint64_t hash = _table.digest(n);
-    const std::uint64_t mine[4] = {n, hash, ~std::uint64_t{n}, ~hash};
-    std::uint64_t most[4];
+    const digest mine{n, _table.digest(n)};
+    std::vector<digest> all(static_cast<std::size_t>(_size));
+    bool same = true;
+    std::uint64_t most = 0;
     // Seal before any handler can run during the exchange: a peer that has seen the same
     // digests (this rank's among them) may already send with the new handlers, and a handler
     // run here (by this wait's polls or a progress thread) may answer with them. On a mismatch
-    // the seal is taken back (before this rank polls again) and the job fails with the report.
+    // the seal is taken back and the job fails with the report.
     const std::uint32_t before = _sealed.load(std::memory_order_relaxed);
     _sealed.store(n, std::memory_order_relaxed);
-    _tp.allreduce(kind, transport::reduce_op::max, mine, most, 4, [this] { return poll(); });
-    if (most[0] == ~most[2] && most[1] == ~most[3]) return;
-    _sealed.store(before, std::memory_order_relaxed);
-    report_mismatch(static_cast<std::uint32_t>(most[0]));
+    auto check = [&] {
+        for (const digest& d : all) {
+            same = same && d.count == all[0].count && d.hash == all[0].hash;
+            most = d.count > most ? d.count : most;
+        }
+        if (!same) _sealed.store(before, std::memory_order_relaxed);
+    };
+    _tp.allgather(
+        kind, &mine, all.data(), sizeof mine, [this] { return poll(); }, check);
+    if (!same) report_mismatch(static_cast<std::uint32_t>(most));
 }
 
 void context_impl::report_mismatch(std::uint32_t max_count) {

@@ -66,11 +66,9 @@ std::string coll_names::did(coll_kind kind, std::uint32_t size) const {
 std::string coll_names::describe_mismatch(const std::vector<std::uint64_t>& ids) const {
     std::map<std::uint64_t, std::vector<int>> by_call;
     for (std::size_t r = 0; r < ids.size(); ++r) by_call[ids[r]].push_back(static_cast<int>(r));
-    // Every rank's n-th collective meets here: the sequence number is the same for all (0: a
-    // rank not seen in it).
-    const auto seen = std::find_if(ids.begin(), ids.end(), [](std::uint64_t w) { return w != 0; });
+    // Every rank's n-th collective meets here: the sequence number is the same for all.
     std::string out = "collectives do not match at collective #" +
-                      std::to_string(coll_id{seen == ids.end() ? 0 : *seen}.seq()) + ": ";
+                      std::to_string(coll_id{ids.empty() ? 0 : ids[0]}.seq()) + ": ";
     // The calls in the order of their lowest rank, so the text is the same on every rank.
     std::vector<std::pair<int, std::uint64_t>> order;
     for (const auto& [id, ranks] : by_call) order.emplace_back(ranks.front(), id);
@@ -78,8 +76,7 @@ std::string coll_names::describe_mismatch(const std::vector<std::uint64_t>& ids)
     for (std::size_t i = 0; i < order.size(); ++i) {
         if (i != 0) out += " while ";
         const coll_id id{order[i].second};
-        out += rank_list(by_call[order[i].second]) +
-               (id.word == 0 ? " had not joined it yet" : did(id.kind(), id.size()));
+        out += rank_list(by_call[order[i].second]) + did(id.kind(), id.size());
     }
     return out + " (every rank must make the same collective calls in the same order)";
 }
@@ -98,17 +95,6 @@ void transport::allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint
     for (std::size_t i = 0; i < n; ++i) out[i] = 0;
     for (std::size_t r = 0; r < static_cast<std::size_t>(size()); ++r) {
         for (std::size_t i = 0; i < n; ++i) out[i] += all[r * n + i];
-    }
-}
-
-void transport::allreduce(coll_kind kind, reduce_op op, const std::uint64_t* in, std::uint64_t* out,
-                          std::size_t n, const idle_fn& idle) {
-    if (op == reduce_op::sum) return allreduce_sum(kind, in, out, n, idle);
-    std::vector<std::uint64_t> all(static_cast<std::size_t>(size()) * n);
-    allgather(kind, in, all.data(), n * sizeof(std::uint64_t), idle, {});
-    for (std::size_t i = 0; i < n; ++i) out[i] = all[i];
-    for (std::size_t r = 1; r < static_cast<std::size_t>(size()); ++r) {
-        for (std::size_t i = 0; i < n; ++i) out[i] = combine(op, out[i], all[r * n + i]);
     }
 }
 

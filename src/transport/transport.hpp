@@ -71,8 +71,7 @@ class coll_names {
     /// What the ranks in collective `kind` of `size` did, after "rank 3" (" called ...").
     [[nodiscard]] std::string did(coll_kind kind, std::uint32_t size) const;
     /// The error text for ranks whose collectives do not match: `ids[r]` is rank r's word
-    /// (`coll_id`), 0 for a rank not seen in that collective ("had not joined it yet"). Groups
-    /// the ranks by call, e.g. "collectives do not match at collective #7:
+    /// (`coll_id`). Groups the ranks by call, e.g. "collectives do not match at collective #7:
     /// rank 0 called am::context::quiesce while ranks 1-3 returned from the rank function
     /// (the quiescence at the end of am::run)".
     [[nodiscard]] std::string describe_mismatch(const std::vector<std::uint64_t>& ids) const;
@@ -112,22 +111,6 @@ struct coll_id {
 using idle_fn = std::function<std::size_t()>;
 /// Called once when a collective's result is complete.
 using done_fn = std::function<void()>;
-
-/// How `transport::allreduce` combines the ranks' words: sum (wrapping around), min or max.
-enum class reduce_op : std::uint8_t { sum, min, max };
-
-/// `op` of two words.
-[[nodiscard]] constexpr std::uint64_t combine(reduce_op op, std::uint64_t a,
-                                              std::uint64_t b) noexcept {
-    switch (op) {
-        case reduce_op::min:
-            return a < b ? a : b;
-        case reduce_op::max:
-            return a > b ? a : b;
-        default:
-            return a + b;
-    }
-}
 
 /// What the core needs from a transport. One object per rank.
 class transport {
@@ -173,11 +156,6 @@ class transport {
     virtual void allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out,
                                std::size_t n, const idle_fn& idle);
     static constexpr std::size_t max_reduce_words = 32;
-    /// Element-wise `op` of `n` words over all ranks (n ≤ `max_reduce_words`) into `out`,
-    /// calling `idle` while it waits; the same exact result on every rank. The default
-    /// gathers and combines; the ring transports override it.
-    virtual void allreduce(coll_kind kind, reduce_op op, const std::uint64_t* in,
-                           std::uint64_t* out, std::size_t n, const idle_fn& idle);
     /// While this rank waits in a collective: which ranks have not joined it yet, e.g. "rank
     /// 3 has not joined am::context::barrier (collective #12)"; empty when not known (over MPI) or
     /// when no collective is in progress. For diagnoses of a hang.

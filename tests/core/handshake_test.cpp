@@ -106,30 +106,6 @@ TEST_P(handshake, long_equal_prefix_names_print_their_difference) {
 
 AM_INSTANTIATE(handshake, am_test::multi_rank_params());
 
-// The check is one reduction (the minimum and maximum of every rank's count and digest), the
-// report still gathers the entries: a table that differs on one rank in the middle of the job
-// is reported as before, naming rank 0, that rank and their entries, on every rank.
-class handshake_one_rank : public spmd_test {};
-
-TEST_P(handshake_one_rank, differing_middle_rank_reports_entry) {
-    const int rc = run([](am::context& ctx) {
-        const int odd = ctx.size() / 2;
-        (void)ctx.handler([](am::token&) {});
-        if (ctx.rank() == odd) {
-            (void)ctx.handler([](am::token&, double) {});
-        } else {
-            (void)ctx.handler([](am::token&, int) {});
-        }
-        am_test::expect_error(
-            [&] { ctx.barrier(); }, am::errc::handler_mismatch,
-            {"am::context::barrier", "handler tables differ at entry 1 of the program's handlers",
-             "rank 0 registered ", ", rank " + std::to_string(odd) + " registered ", "double"});
-    });
-    ASSERT_EQ(rc, 0);
-}
-
-AM_INSTANTIATE(handshake_one_rank, am_test::exact_params({7}, {3}, {3}));
-
 class sealing : public spmd_test {};
 
 // A handler registered after the last barrier is rejected (bad_handler) until the next

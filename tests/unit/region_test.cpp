@@ -77,9 +77,6 @@ std::vector<part> parts_of(const ring::region& r, const ring::region_params& p) 
     for (int k = 0; k < n; ++k) {
         add(r.gather_slot(k), ring::gather_slot_bytes, "gather " + std::to_string(k));
     }
-    for (std::size_t k = 0; k < ring::tree_nodes(static_cast<std::uint64_t>(n)); ++k) {
-        add(&r.node(k), sizeof(ring::tree_node), "tree node " + std::to_string(k));
-    }
     for (int k = 0; k < n; ++k) {
         const ring::announce_area a = r.announcements(k);
         add(a.count, 64, "announce count " + std::to_string(k));  // a line of its own
@@ -142,9 +139,7 @@ TEST_P(region_layout, parts_aligned) {
     const ring::region r(mem.base());
     const ring::region_layout l = ring::layout(p);
     const int n = p.ranks;
-    for (std::uint64_t off : {l.ranks_off, l.gather_off, l.tree_off, l.announce_off}) {
-        EXPECT_EQ(off % 64, 0u);
-    }
+    for (std::uint64_t off : {l.ranks_off, l.gather_off, l.announce_off}) EXPECT_EQ(off % 64, 0u);
     EXPECT_EQ(l.rings_off % page, 0u);
     EXPECT_EQ(l.segments_off % page, 0u);
     EXPECT_EQ(offset(r, &r.info(0)), l.ranks_off);
@@ -215,8 +210,7 @@ TEST(region_layout_large, areas_hold_their_parts) {
             const auto un = static_cast<std::uint64_t>(n);
             EXPECT_GE(l.ranks_off, sizeof(ring::region_header));
             EXPECT_GE(l.gather_off, l.ranks_off + un * sizeof(ring::rank_info));
-            EXPECT_GE(l.tree_off, l.gather_off + un * ring::gather_slot_bytes);
-            EXPECT_GE(l.announce_off, l.tree_off + ring::tree_nodes(un) * sizeof(ring::tree_node));
+            EXPECT_GE(l.announce_off, l.gather_off + un * ring::gather_slot_bytes);
             EXPECT_GE(l.rings_off, l.announce_off + un * (64 + un * num_lanes * 4));
             EXPECT_GE(l.segments_off,
                       l.rings_off + un * un * num_lanes *

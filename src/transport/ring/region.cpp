@@ -29,25 +29,6 @@ constexpr std::size_t announce_stride(std::size_t ranks) {
 
 }  // namespace
 
-// At each level, a rank (then the node it climbed from) with index i is member i mod k of the
-// level's node i / k; the last node of a level may have fewer members.
-std::vector<ring_transport::hop> ring_transport::path_of(const region& reg, int rank) {
-    std::vector<hop> path;
-    std::size_t first = 0;  // the level's first node
-    auto i = static_cast<std::uint64_t>(rank);
-    for (std::uint64_t c = static_cast<std::uint64_t>(reg.ranks()); c > 1;) {
-        const std::uint64_t nodes = (c + tree_fan_in - 1) / tree_fan_in;
-        const std::uint64_t g = i / tree_fan_in;
-        path.push_back(
-            {&reg.node(first + g), static_cast<unsigned>(i % tree_fan_in),
-             static_cast<unsigned>(std::min<std::uint64_t>(tree_fan_in, c - g * tree_fan_in))});
-        first += nodes;
-        i = g;
-        c = nodes;
-    }
-    return path;
-}
-
 region_layout layout(const region_params& p) {
     AM_ASSERT(p.ranks >= 1, "region of no ranks");
     AM_ASSERT(valid_capacity(p.ring_bytes), "region ring size is not a power of two");
@@ -59,8 +40,7 @@ region_layout layout(const region_params& p) {
     h.segment_bytes = p.segment_bytes;
     h.ranks_off = align_up(sizeof(region_header), 64);
     h.gather_off = align_up(h.ranks_off + n * sizeof(rank_info), 64);
-    h.tree_off = align_up(h.gather_off + n * gather_slot_bytes, 64);
-    h.announce_off = align_up(h.tree_off + tree_nodes(n) * sizeof(tree_node), 64);
+    h.announce_off = align_up(h.gather_off + n * gather_slot_bytes, 64);
     h.rings_off = align_up(h.announce_off + n * announce_stride(n), page);
     h.segments_off = align_up(h.rings_off + n * n * num_lanes * ring_stride(p.ring_bytes), page);
     h.total = h.segments_off + n * p.segment_bytes;
@@ -100,12 +80,6 @@ std::byte* region::gather_slot(int rank) const noexcept {
     AM_ASSERT(rank_in_range(rank, _hdr->l.ranks), "rank out of range");
     return at(_hdr->l.gather_off + static_cast<std::size_t>(rank) * gather_slot_bytes,
               gather_slot_bytes);
-}
-
-tree_node& region::node(std::size_t index) const noexcept {
-    AM_ASSERT(index < tree_nodes(_hdr->l.ranks), "tree node out of range");
-    return *reinterpret_cast<tree_node*>(
-        at(_hdr->l.tree_off + index * sizeof(tree_node), sizeof(tree_node)));
 }
 
 announce_area region::announcements(int rank) const noexcept {
@@ -171,9 +145,6 @@ ring_transport::ring_transport(std::byte* base, int rank)
     _out = util::zeroed_array<producer>(static_cast<std::size_t>(n) * num_lanes);
     _announced = _region.announcements(rank);
     absorb();  // rings announced in an earlier run of this region
-    // The collectives go on counting from the region's last run, as the tree's counts do.
-    _pass = _region.info(rank).pass.load(std::memory_order_relaxed);
-    _path = path_of(_region, rank);
     _region.info(rank).state.store(static_cast<std::uint32_t>(rank_state::attached),
                                    std::memory_order_release);
     set_spin_limit(util::spin_rounds_for(n));
@@ -217,141 +188,26 @@ std::span<std::byte> ring_transport::segment(int rank) noexcept {
     return {_region.segment(rank), _region.header().l.segment_bytes};
 }
 
-// The collectives run over a combining tree (Yew, Tzeng and Lawrie's software combining tree):
-// each rank writes its collective word (and its reduction) into its slot of its leaf node and
-// counts itself in; the last of the node's members to arrive reads the others' slots, checks
-// their words against its own, combines their reductions and goes on to the node above, and
-// the last at the root publishes the release. A rank writes O(1) lines and the last arriver at
-// a node reads `tree_fan_in`: O(log P) per rank where one central counter made every rank read
-// all P slots. No rank waits for a particular one on the way up, so the tree is climbed by
-// whichever ranks happen to run last, in the same time slice: ranks oversubscribed on few
-// cores need about two turns each (arrive, see the release), as with the central counter,
-// where rounds of point-to-point signals (a dissemination barrier) need one per round.
-//
-// Every rank's word meets every other's through the nodes, so ranks in different collectives
-// fail the job (the last arriver at the lowest node where two words differ sees it), and no
-// rank passes one: the root releases a pass only after every node has found its words equal.
-void ring_transport::enter(coll_kind kind, std::uint32_t bytes) {
+void ring_transport::join(coll_kind kind, std::uint32_t bytes, const idle_fn& idle) {
     const coll_id id = next_collective(kind, bytes);
-    ++_pass;
-    rank_info& me = _region.info(rank());
-    me.coll[_pass & 1u].store(id.word, std::memory_order_relaxed);
-    me.pass.store(_pass, std::memory_order_release);
+    const unsigned parity = id.seq() & 1u;
+    // Ordered before the other ranks' reads by the barrier's acquire-release counter.
+    _region.info(rank()).coll[parity].store(id.word, std::memory_order_relaxed);
     _joining = id;
-}
-
-void ring_transport::collective(coll_kind kind, std::uint32_t bytes, const idle_fn& idle,
-                                reduction* red) {
-    enter(kind, bytes);
-    struct leave {
-        ring_transport& t;
-        ~leave() {
-            t._joining = coll_id{0};
-            t._order.observe();
-        }
-    } leave_after{*this};
-    _order.publish();
-    for (const hop& h : _path) {
-        if (!arrive(h, idle, red)) {
-            wait_released(idle);
-            if (red != nullptr)
-                std::memcpy(red->v, _region.header().release.v, red->n * sizeof(std::uint64_t));
-            return;
-        }
-    }
-    if (_path.empty()) return;  // a single rank
-    tree_release& r = _region.header().release;
-    if (red != nullptr) std::memcpy(r.v, red->v, red->n * sizeof(std::uint64_t));
-    r.pass.store(_pass, std::memory_order_release);
-}
-
-// The slots are written before the count, whose read-modify-writes form one release
-// sequence: the last arriver's acquire sees every member's slot. A member writes its slot
-// again only after the release of this pass, which the last arriver's reads come before.
-bool ring_transport::arrive(const hop& h, const idle_fn& idle, reduction* red) {
-    tree_slot& mine = h.node->slot[h.slot];
-    if (red != nullptr) std::memcpy(mine.v, red->v, red->n * sizeof(std::uint64_t));
-    mine.word.store(_joining.word, std::memory_order_relaxed);
-    const std::uint64_t before = h.node->arrived.fetch_add(1, std::memory_order_acq_rel);
-    if (before + 1 != _pass * h.members) return false;
-    for (unsigned j = 0; j < h.members; ++j) {
-        const tree_slot& s = h.node->slot[j];
-        if (j == h.slot) continue;
-        if (s.word.load(std::memory_order_relaxed) != _joining.word) report_mismatch(idle);
-        if (red == nullptr) continue;
-        for (std::size_t i = 0; i < red->n; ++i) red->v[i] = combine(red->op, red->v[i], s.v[i]);
-    }
-    return true;
-}
-
-void ring_transport::wait_released(const idle_fn& idle) {
-    const std::atomic<std::uint64_t>& flag = _region.header().release.pass;
-    const auto released = [&] { return flag.load(std::memory_order_acquire) == _pass; };
-    const int next = (rank() + 1) % size();
-    unsigned backoff = 0;
-    for (unsigned round = 1; !released(); ++round) {
-        // A failure seen after the release does not undo it: the collective returns, and the
-        // rank's next poll or wait reports the failure.
-        if (_region.failed()) {
-            if (released()) return;
-            fail_waiting();
-        }
-        if (round % 64 == 0) check_departed(next);
-        try {
-            if (idle && idle() != 0) backoff = 0;
-        } catch (const error& e) {
-            if (e.code() != errc::aborted) throw;
-            if (released()) return;
-            fail_waiting();
-        }
-        util::backoff(backoff, spin_limit());
-    }
-}
-
-void ring_transport::fail_waiting() {
-    if (_region.header().mismatch_pass.load(std::memory_order_acquire) == _pass) {
-        report_mismatch({});
-    }
-    throw_failed();
-}
-
-void ring_transport::report_mismatch(const idle_fn& idle) {
-    std::uint64_t none = 0;
-    _region.header().mismatch_pass.compare_exchange_strong(none, _pass, std::memory_order_acq_rel);
-    collective_mismatch(_joining, published_words(idle));
-}
-
-// A mismatch is seen at the first node where two words meet, possibly before the other ranks
-// have entered their collective of this pass. They do so soon (they are in it, or run towards
-// it): the rank that sees the mismatch waits a little for their words, so that the report
-// names every rank's call, as when every collective met at one central barrier.
-std::vector<std::uint64_t> ring_transport::published_words(const idle_fn& idle) const {
-    const auto entered = [this](int r) {
-        return _region.info(r).pass.load(std::memory_order_acquire) >= _pass;
-    };
-    const auto all_entered = [&] {
-        for (int r = 0; r < size(); ++r) {
-            if (!entered(r)) return false;
-        }
-        return true;
-    };
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    unsigned backoff = 0;
-    while (!_region.failed() && !all_entered() && std::chrono::steady_clock::now() < until) {
-        try {
-            if (idle) idle();
-        } catch (const error&) {
-            break;
-        }
-        util::backoff(backoff, spin_limit());
-    }
-    // A rank past this pass is in the next one at most: it cannot pass that without this rank.
-    std::vector<std::uint64_t> ids(static_cast<std::size_t>(size()));
+    struct clear {
+        coll_id& c;
+        ~clear() { c = coll_id{0}; }
+    } clear_after{_joining};
+    wait_all(idle);
     for (int r = 0; r < size(); ++r) {
-        ids[static_cast<std::size_t>(r)] =
-            entered(r) ? _region.info(r).coll[_pass & 1u].load(std::memory_order_relaxed) : 0;
+        if (_region.info(r).coll[parity].load(std::memory_order_relaxed) == id.word) continue;
+        std::vector<std::uint64_t> ids(static_cast<std::size_t>(size()));
+        for (int q = 0; q < size(); ++q) {
+            ids[static_cast<std::size_t>(q)] =
+                _region.info(q).coll[parity].load(std::memory_order_relaxed);
+        }
+        collective_mismatch(id, ids);
     }
-    return ids;
 }
 
 std::string ring_transport::collective_stragglers() const {
@@ -360,7 +216,8 @@ std::string ring_transport::collective_stragglers() const {
     std::string missing;
     int count = 0;
     for (int r = 0; r < size(); ++r) {
-        if (_region.info(r).pass.load(std::memory_order_acquire) >= _pass) continue;
+        const std::uint64_t w = _region.info(r).coll[id.seq() & 1u].load(std::memory_order_relaxed);
+        if (w == id.word) continue;
         if (count++ < 16) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     }
     if (count == 0) return {};
@@ -370,32 +227,66 @@ std::string ring_transport::collective_stragglers() const {
            std::to_string(id.seq()) + ")";
 }
 
-// Each waiting rank watches the next one: the first live rank before a departed one sees it.
-void ring_transport::check_departed(int r) const {
-    const rank_info& info = _region.info(r);
-    if (info.state.load(std::memory_order_acquire) !=
-            static_cast<std::uint32_t>(rank_state::exited) ||
-        info.pass.load(std::memory_order_acquire) >= _pass) {
-        return;
-    }
+void ring_transport::check_departed() const {
     const coll_id id = _joining;
-    const std::string what =
-        collective_names().call(id.kind()) + ": rank " + std::to_string(rank()) + ": rank " +
-        std::to_string(r) + " has exited (its last am::run finished) while this rank waits " +
-        "for it in " + collective_names().call(id.kind()) + " (collective #" +
-        std::to_string(id.seq()) +
-        "): every rank must call am::run the same number of times and make the same " +
-        "collective calls";
-    _region.fail("rank " + std::to_string(rank()) + " failed: " + what);
-    throw error(errc::collective_mismatch, what);
+    for (int r = 0; r < size(); ++r) {
+        const rank_info& info = _region.info(r);
+        if (info.state.load(std::memory_order_acquire) !=
+                static_cast<std::uint32_t>(rank_state::exited) ||
+            info.coll[id.seq() & 1u].load(std::memory_order_relaxed) == id.word) {
+            continue;
+        }
+        const std::string what =
+            collective_names().call(id.kind()) + ": rank " + std::to_string(rank()) + ": rank " +
+            std::to_string(r) + " has exited (its last am::run finished) while this rank waits " +
+            "for it in " + collective_names().call(id.kind()) + " (collective #" +
+            std::to_string(id.seq()) +
+            "): every rank must call am::run the same number of times and make the same " +
+            "collective calls";
+        _region.fail("rank " + std::to_string(rank()) + " failed: " + what);
+        throw error(errc::collective_mismatch, what);
+    }
 }
 
 void ring_transport::barrier(coll_kind kind, const idle_fn& idle) {
-    collective(kind, 0, idle, nullptr);
+    join(kind, 0, idle);
 }
 
-// Each rank's slot has two halves, used by alternate collectives: a rank writes a half again
-// two collectives later, after every rank has entered the one in between, so has read this.
+void ring_transport::wait_all(const idle_fn& idle) {
+    _order.publish();
+    struct observe_on_return {
+        cross_process_order& o;
+        ~observe_on_return() { o.observe(); }
+    } observe{_order};
+    region_header& h = _region.header();
+    const std::uint32_t gen = h.barrier_generation.load(std::memory_order_acquire);
+    if (h.barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 == h.l.ranks) {
+        h.barrier_count.store(0, std::memory_order_relaxed);
+        h.barrier_generation.store(gen + 1, std::memory_order_release);
+        return;
+    }
+    // A failure seen after the last rank released the barrier does not undo it: the barrier
+    // returns, and the rank's next poll or wait reports the failure.
+    const auto released = [&] {
+        return h.barrier_generation.load(std::memory_order_acquire) != gen;
+    };
+    unsigned backoff = 0;
+    for (unsigned round = 1; !released(); ++round) {
+        if (_region.failed()) {
+            if (released()) return;
+            throw_failed();
+        }
+        if (round % 64 == 0 && _joining.word != 0) check_departed();
+        try {
+            if (idle && idle() != 0) backoff = 0;
+        } catch (const error& e) {
+            if (e.code() == errc::aborted && released()) return;
+            throw;
+        }
+        util::backoff(backoff, spin_limit());
+    }
+}
+
 void ring_transport::allgather(coll_kind kind, const void* in, void* out, std::size_t bytes,
                                const idle_fn& idle, const done_fn& gathered) {
     if (bytes > gather_bytes) {
@@ -403,32 +294,37 @@ void ring_transport::allgather(coll_kind kind, const void* in, void* out, std::s
                                                 " bytes exceeds the limit of " +
                                                 std::to_string(gather_bytes));
     }
-    const std::size_t half = ((_pass + 1) & 1u) * gather_bytes;  // of the collective entered next
-    std::memcpy(_region.gather_slot(rank()) + half, in, bytes);
-    collective(kind, static_cast<std::uint32_t>(bytes), idle, nullptr);
+    std::memcpy(_region.gather_slot(rank()), in, bytes);
+    join(kind, static_cast<std::uint32_t>(bytes), idle);
     for (int r = 0; r < size(); ++r) {
         std::memcpy(static_cast<std::byte*>(out) + static_cast<std::size_t>(r) * bytes,
-                    _region.gather_slot(r) + half, bytes);
+                    _region.gather_slot(r), bytes);
     }
     if (gathered) gathered();
+    wait_all(idle);  // no rank overwrites its slot before every rank has read it
 }
 
+// One barrier per reduction: each rank writes its words into the slot of this reduction's
+// parity, passes the barrier, and adds every rank's slot. The next reduction uses the other
+// slot, and a rank writes this one again only after the next barrier, which every rank
+// reaches after it has read this reduction's slots.
 void ring_transport::allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out,
                                    std::size_t n, const idle_fn& idle) {
-    allreduce(kind, reduce_op::sum, in, out, n, idle);
-}
-
-void ring_transport::allreduce(coll_kind kind, reduce_op op, const std::uint64_t* in,
-                               std::uint64_t* out, std::size_t n, const idle_fn& idle) {
-    if (n > max_reduce_words) {
+    if (n * sizeof(std::uint64_t) > reduce_slot_bytes) {
         throw error(errc::invalid_argument, "am: allreduce of " + std::to_string(n) +
                                                 " words exceeds the limit of " +
-                                                std::to_string(max_reduce_words));
+                                                std::to_string(reduce_slot_bytes / 8));
     }
-    reduction red{op, n, {}};
-    std::memcpy(red.v, in, n * sizeof(std::uint64_t));
-    collective(kind, 0, idle, &red);  // ranks may contribute different counts
-    std::memcpy(out, red.v, n * sizeof(std::uint64_t));
+    const std::size_t off = gather_bytes + _reduce_parity * reduce_slot_bytes;
+    _reduce_parity ^= 1u;
+    std::memcpy(_region.gather_slot(rank()) + off, in, n * sizeof(std::uint64_t));
+    join(kind, 0, idle);  // ranks may contribute different counts
+    for (std::size_t i = 0; i < n; ++i) out[i] = 0;
+    std::uint64_t w[reduce_slot_bytes / sizeof(std::uint64_t)];
+    for (int r = 0; r < size(); ++r) {
+        std::memcpy(w, _region.gather_slot(r) + off, n * sizeof(std::uint64_t));
+        for (std::size_t i = 0; i < n; ++i) out[i] += w[i];
+    }
 }
 
 void ring_transport::mark_finished() noexcept {

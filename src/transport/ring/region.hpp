@@ -30,52 +30,14 @@ enum class rank_state : std::uint32_t {
     exited = 4,  // set by the shm launcher: the process exited cleanly after its last am::run
 };
 
-struct alignas(64) rank_info {
+struct rank_info {
     std::atomic<std::uint32_t> state;
     std::atomic<std::int32_t> pid;
-    // How many collectives this rank has entered in this region (across the runs it serves),
-    // and the words (`coll_id`) of the last two, by the parity of that count: written when the
-    // rank enters a collective, read only to diagnose (a mismatch, a straggler, a departed
-    // rank). A rank rewrites a parity only two collectives later, after every rank has
-    // entered the one in between.
-    std::atomic<std::uint64_t> pass;
+    // The rank's collectives as `coll_id` words, alternating by sequence number: written before
+    // the rank enters the barrier, read by every rank after it, and again only two collectives
+    // later, by when every rank has passed the barrier in between.
     std::atomic<std::uint64_t> coll[2];
 };
-
-/// The bootstrap collectives run over a combining tree: ranks are the leaves, nodes of up to
-/// `tree_fan_in` members (ranks, then nodes) form levels up to one root node.
-inline constexpr unsigned tree_fan_in = 8;
-
-/// A member's arrival at a tree node: the collective word it brings (its own, the same as
-/// every rank's below it) and its partial reduction. Written before the member counts itself
-/// in `tree_node::arrived`, read by the member that arrives last.
-struct alignas(64) tree_slot {
-    std::atomic<std::uint64_t> word;
-    std::uint64_t v[transport::max_reduce_words];
-};
-
-/// A node of the combining tree. `arrived` counts its members' arrivals over all collectives
-/// of the region: pass x is complete at the node when it reaches x × members.
-struct tree_node {
-    alignas(64) std::atomic<std::uint64_t> arrived;
-    tree_slot slot[tree_fan_in];
-};
-
-/// What the tree's root leaves for every rank: the pass it completed (stored last, with
-/// release) and the reduction's result.
-struct alignas(64) tree_release {
-    std::atomic<std::uint64_t> pass;
-    std::uint64_t v[transport::max_reduce_words];
-};
-
-/// Nodes of the combining tree of `ranks` ranks, over all levels (none for one rank).
-[[nodiscard]] constexpr std::size_t tree_nodes(std::uint64_t ranks) noexcept {
-    std::size_t total = 0;
-    for (std::uint64_t c = ranks; c > 1; c = (c + tree_fan_in - 1) / tree_fan_in) {
-        total += (c + tree_fan_in - 1) / tree_fan_in;
-    }
-    return total;
-}
 
 /// Sizes chosen before the region exists.
 struct region_params {
@@ -84,11 +46,12 @@ struct region_params {
     std::size_t segment_bytes = 0;  // multiple of the page size
 };
 
-inline constexpr std::uint64_t region_magic = 0x616d2d7265676e33ull;  // "am-regn3"
-/// Each rank's gather slot: two halves of `gather_bytes`, used by alternate collectives (the
-/// parity of `rank_info::pass`), so a rank never overwrites a half another rank may still read.
+inline constexpr std::uint64_t region_magic = 0x616d2d7265676e32ull;  // "am-regn2"
+/// Each rank's gather slot: the first `gather_bytes` serve allgather, the rest holds the two
+/// alternating slots of `allreduce_sum`.
 inline constexpr std::size_t gather_bytes = 512;
-inline constexpr std::size_t gather_slot_bytes = 2 * gather_bytes;
+inline constexpr std::size_t reduce_slot_bytes = 256;
+inline constexpr std::size_t gather_slot_bytes = gather_bytes + 2 * reduce_slot_bytes;
 inline constexpr std::size_t reason_bytes = 1024;
 /// Seconds a launcher gives the ranks to stop once the job has failed: shm then kills the
 /// ranks still running, threads ends the process.
@@ -96,18 +59,17 @@ inline constexpr int stop_grace_seconds = 3;
 
 /// Sizes and offsets of a region's parts, in bytes from its start. The parts come in this
 /// order and do not overlap: the header (`region_header`), one `rank_info` per rank, one gather
-/// slot per rank (`gather_slot_bytes`), the `tree_nodes(ranks)` nodes of the collectives'
-/// combining tree (level by level, from the ranks' level up), one announce area per rank (its count
-/// on a 64-byte line of its own, then `num_lanes` × ranks entries), one ring per ordered pair of
-/// ranks and lane (a `ring_ctl`, then the ring's `data_bytes(ring_bytes)`, in `ring(src, dst,
-/// lane)` order) and one segment per rank. Every part starts on a 64-byte line, the rings and the
-/// segments on a page; `total` is where the last segment ends.
+/// slot per rank (`gather_slot_bytes`), one announce area per rank (its count on a 64-byte line
+/// of its own, then `num_lanes` × ranks entries), one ring per ordered pair of ranks and lane
+/// (a `ring_ctl`, then the ring's `data_bytes(ring_bytes)`, in `ring(src, dst, lane)` order) and
+/// one segment per rank. Every part starts on a 64-byte line, the rings and the segments on a
+/// page; `total` is where the last segment ends.
 struct region_layout {
     std::uint32_t ranks;
     std::uint32_t reserved;
     std::uint64_t ring_bytes;
     std::uint64_t segment_bytes;
-    std::uint64_t ranks_off, gather_off, tree_off, announce_off, rings_off, segments_off, total;
+    std::uint64_t ranks_off, gather_off, announce_off, rings_off, segments_off, total;
 
     friend bool operator==(const region_layout&, const region_layout&) = default;
 };
@@ -126,10 +88,8 @@ struct region_header {
     alignas(64) std::atomic<std::uint32_t> failed;
     std::atomic<std::uint32_t> reason_claimed;
     char reason[reason_bytes];
-    // The pass (`rank_info::pass`) at which a rank found collectives that do not match, 0 if
-    // none: a rank waiting in that collective when the job fails reports the mismatch too.
-    alignas(64) std::atomic<std::uint64_t> mismatch_pass;
-    tree_release release;
+    alignas(64) std::atomic<std::uint32_t> barrier_count;
+    alignas(64) std::atomic<std::uint32_t> barrier_generation;
 };
 
 /// Computes the layout of a region for `p`; `total` is the bytes to allocate.
@@ -147,8 +107,6 @@ class region {
     [[nodiscard]] int ranks() const noexcept { return static_cast<int>(_hdr->l.ranks); }
     [[nodiscard]] rank_info& info(int rank) const noexcept;
     [[nodiscard]] std::byte* gather_slot(int rank) const noexcept;
-    /// Node `index` (< `tree_nodes(ranks())`) of the combining tree.
-    [[nodiscard]] tree_node& node(std::size_t index) const noexcept;
     [[nodiscard]] announce_area announcements(int rank) const noexcept;
     [[nodiscard]] ring_ctl* ring(int src, int dst, unsigned lane) const noexcept;
     [[nodiscard]] std::byte* ring_data(int src, int dst, unsigned lane) const noexcept;
@@ -222,8 +180,6 @@ class ring_transport final : public transport {
     std::size_t max_gather_bytes() const noexcept override { return gather_bytes; }
     void allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
                        const idle_fn& idle) override;
-    void allreduce(coll_kind kind, reduce_op op, const std::uint64_t* in, std::uint64_t* out,
-                   std::size_t n, const idle_fn& idle) override;
     std::string collective_stragglers() const override;
     bool job_failed() const noexcept override { return _region.failed(); }
     std::string failure_reason() const override { return _region.reason(); }
@@ -303,56 +259,23 @@ class ring_transport final : public transport {
     /// Adds the rings announced to this rank since the last call to the scan.
     [[gnu::noinline]] void absorb();
     [[noreturn]] void throw_failed() const;
-    /// A reduction in progress: `v` holds the op over this rank's and the members' below it
-    /// that it has collected on its way up the tree.
-    struct reduction {
-        reduce_op op;
-        std::size_t n;
-        std::uint64_t v[max_reduce_words];
-    };
-    /// A node on this rank's way to the root: the slot it arrives in, and how many members
-    /// the node has.
-    struct hop {
-        tree_node* node;
-        unsigned slot;
-        unsigned members;
-    };
-    /// The nodes rank `rank` of `reg` arrives at, from its leaf node up.
-    static std::vector<hop> path_of(const region& reg, int rank);
-    /// Runs this rank's next collective: enters it, arrives at its leaf node and, when it is
-    /// the last there, at the node above (checking the members' words, combining `red`), up
-    /// to the root, whose last rank publishes the release; the others wait for it. Fails the
-    /// job naming the calls when a member's word differs.
-    void collective(coll_kind kind, std::uint32_t bytes, const idle_fn& idle, reduction* red);
-    /// Publishes this rank's word of its next collective and counts the pass.
-    void enter(coll_kind kind, std::uint32_t bytes);
-    /// Arrives at `h`: true when this rank was the node's last member this pass (and then
-    /// has checked and combined the others' slots).
-    bool arrive(const hop& h, const idle_fn& idle, reduction* red);
-    /// Waits for the root's release of this pass, calling `idle`, watching the job's state and
-    /// the next rank (check_departed).
-    void wait_released(const idle_fn& idle);
-    /// The job failed while this rank waits: reports the mismatch found in this collective by
-    /// another rank, if that is why, else throws errc::aborted.
-    [[noreturn]] void fail_waiting();
-    /// Fails the job naming the ranks' calls in this collective (collective_mismatch).
-    [[noreturn]] void report_mismatch(const idle_fn& idle);
-    /// Every rank's word of this collective, 0 for a rank not seen in it; when it can, waits
-    /// (briefly, calling `idle`) until every rank has entered it.
-    [[nodiscard]] std::vector<std::uint64_t> published_words(const idle_fn& idle) const;
-    /// Fails the job when rank `r` has exited (shm launcher) before this collective: it can
+    /// Enters this rank's next collective: publishes its word, passes the barrier, then checks
+    /// that every rank's word is the same (else fails the job naming the calls).
+    void join(coll_kind kind, std::uint32_t bytes, const idle_fn& idle);
+    /// Waits until every rank has arrived (the barrier without the check).
+    void wait_all(const idle_fn& idle);
+    /// Fails the job when a rank this collective waits for has exited (shm launcher): it can
     /// never join, e.g. it made fewer am::run calls than the others.
-    void check_departed(int r) const;
+    void check_departed() const;
 
     region _region;
-    coll_id _joining{0};      // the collective this rank waits in, 0 outside one
-    std::uint64_t _pass = 0;  // collectives entered in this region (rank_info::pass)
-    std::vector<hop> _path;   // this rank's nodes, from its leaf node to the root
+    coll_id _joining{0};  // the collective this rank waits in, 0 outside one
     std::size_t _max_message;
     util::zeroed_array<producer> _out;  // [dest * lanes + lane]; memory only for those used
     std::vector<in_ring> _in;           // the announced rings, in scan order
     announce_area _announced;           // this rank's announcements
     std::uint32_t _absorbed = 0;        // how many of them are in `_in`
+    unsigned _reduce_parity = 0;        // which of the two reduce slots the next reduction uses
     std::uint64_t _faults = 0;          // xorshift state; 0 when fault injection is off
     cross_process_order _order;         // for TSan when ranks are processes
 };
