@@ -25,12 +25,12 @@
 /// the differing ranks (e.g. every rank names another rank as a broadcast's root) waits: with
 /// config::epoch_timeout (`AM_EPOCH_TIMEOUT`) set, a blocking collective waiting that long fails
 /// the job (errc::timeout) naming the team, the call and the rank it waits for. A message for a
-/// collective its receiver has already finished (or two early ones that differ) fails the job
-/// from the handler: every rank's next wait then throws errc::aborted carrying the text. Bad
-/// arguments
-/// throw am::error naming the call and the rank before anything is sent: a root out of range
-/// (errc::bad_rank); an all-to-all whose input does not divide by the team size, an output span
-/// shorter than the input, a team this rank is not a member of (errc::invalid_argument).
+/// collective its receiver has already finished fails the job from the handler: the receiver's next
+/// blocking collective throws errc::collective_mismatch, every other wait errc::aborted carrying
+/// the text. Bad arguments throw am::error naming the call and the rank before anything is sent: a
+/// root out of range (errc::bad_rank); an all-to-all whose input does not divide by the team size,
+/// an output span shorter than the input, a team this rank is not a member of
+/// (errc::invalid_argument).
 ///
 /// Blocking calls poll the rank's context while they wait (other handlers keep running); they
 /// refuse to run inside a plain handler (errc::bad_context) and block an optimistic one. The

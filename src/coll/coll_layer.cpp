@@ -192,6 +192,7 @@ std::vector<blob> coll_layer::run(const std::shared_ptr<team_state>& t, request&
         if (!found) {
             guard g(*this);
             if (op* o = active(t->id, seq)) found = o->error;
+            if (!found) found = _found;  // a mismatch its handler found between collectives
         }
         if (found) std::rethrow_exception(found);
         throw;
@@ -302,19 +303,21 @@ void coll_layer::check_late(int source, const msg_key& k, const signature& their
         " and sent it a message the first call never takes (every member of a team must make "
         "the same collective calls in the same order)";
     core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
+    if (!_found) _found = std::make_exception_ptr(error(errc::collective_mismatch, what));
 }
 
 void coll_layer::note_early(int source, const msg_key& k, const signature& sig) {
-    const auto [it, added] = _early.try_emplace({k.team, k.seq}, sig, source);
-    if (added || it->second.first == sig) return;
-    // Two ranks sent messages of different calls for one collective this rank has not begun.
-    const std::string what =
-        "am::coll: rank " + std::to_string(_rank) + ": collectives do not match at collective #" +
-        std::to_string(k.seq) + " of a team (id " + std::to_string(k.team) + "): job rank " +
-        std::to_string(it->second.second) + " called " + describe(it->second.first) +
-        " while job rank " + std::to_string(source) + " called " + describe(sig) +
-        " (every member of a team must make the same collective calls in the same order)";
-    core::fail_job(_ctx, "rank " + std::to_string(_rank) + " failed: " + what);
+    // The first early message's signature is checked when the collective begins here; any
+    // other early message is checked when the collective takes it (take_checked), where the
+    // team is known and the error names it.
+    (void)_early.try_emplace({k.team, k.seq}, sig, source);
+}
+
+entry coll_layer::take_checked(op& o, const msg_key& k) {
+    entry e = take(k);
+    check_signature(o, k, e.sig);
+    if (o.error) std::rethrow_exception(o.error);
+    return e;
 }
 
 void coll_layer::check_arrived(op& o) {
@@ -342,7 +345,7 @@ void coll_layer::recv_awaiter::await_suspend(std::coroutine_handle<>) noexcept {
 
 entry coll_layer::recv_awaiter::await_resume() {
     if (o.error) std::rethrow_exception(o.error);
-    return layer.take(key);
+    return layer.take_checked(o, key);
 }
 
 void coll_layer::apply(op& o, std::uint64_t offset, std::span<const std::byte> data) {
@@ -385,7 +388,7 @@ void coll_layer::posted_awaiter::await_resume() {
     if (o.error) std::rethrow_exception(o.error);
     if (o.posted.done) return;
     // It came (or began to come) before it was posted: from the mailbox.
-    const entry e = layer.take(o.posted.key);
+    const entry e = layer.take_checked(o, o.posted.key);
     if (e.total != o.posted.target.size()) {
         throw error(errc::collective_mismatch, std::string(o.req.call) + ": a message of " +
                                                    std::to_string(e.total) +

@@ -190,6 +190,8 @@ class coll_layer final : public core::layer {
     [[nodiscard]] std::size_t segment_bytes() const noexcept { return _chunk; }
     /// Takes the complete entry `k` out of the mailbox.
     entry take(const msg_key& k);
+    /// As `take`, for collective `o`: a message of another call fails the job and throws.
+    entry take_checked(op& o, const msg_key& k);
 
   private:
     class guard;
@@ -223,6 +225,9 @@ class coll_layer final : public core::layer {
         signature sig[kept] = {};
     };
     std::vector<team_record> _teams;
+    /// A mismatch a handler found outside any collective of this rank (late or early
+    /// messages): this rank's next blocking collective that the job's failure stops raises it.
+    std::exception_ptr _found;
     void record_start(std::uint64_t team, const std::string& name, std::uint32_t seq,
                       const signature& sig);
     void check_late(int source, const msg_key& k, const signature& theirs);
