@@ -26,10 +26,20 @@ std::vector<am::coll::detail::blob> reduce_typed(am_coll_team* t, am::coll::deta
     return am::coll::detail::run(t->cxx, std::move(r));
 }
 
+// An enum argument from C as the integer it holds: a C caller may pass any value, and loading
+// one outside the enumerators as the C++ enum type is undefined (UBSan reports it).
+template <class E>
+int as_int(const E& e) noexcept {
+    static_assert(sizeof(E) == sizeof(int));
+    int v = 0;
+    std::memcpy(&v, &e, sizeof v);
+    return v;
+}
+
 template <class T>
 std::vector<am::coll::detail::blob> reduce_op(am_coll_team* t, am::coll::detail::kind k,
                                               const char* call, const void* in, std::size_t count,
-                                              am_coll_op_t op, int root) {
+                                              int op, int root) {
     switch (op) {
         case AM_COLL_SUM:
             return reduce_typed<T>(t, k, call, in, count, coll::sum{}, root);
@@ -56,13 +66,12 @@ std::vector<am::coll::detail::blob> reduce_op(am_coll_team* t, am::coll::detail:
             break;
     }
     am::capi::fail(am::errc::invalid_argument, call, t->ctx,
-                   "operator " + std::to_string(static_cast<int>(op)) +
-                       " is not an am_coll_op_t for this type");
+                   "operator " + std::to_string(op) + " is not an am_coll_op_t for this type");
 }
 
 std::vector<am::coll::detail::blob> reduce_any(am_coll_team* t, am::coll::detail::kind k,
                                                const char* call, const void* in, std::size_t count,
-                                               am_coll_type_t type, am_coll_op_t op, int root) {
+                                               int type, int op, int root) {
     switch (type) {
         case AM_COLL_INT32:
             return reduce_op<std::int32_t>(t, k, call, in, count, op, root);
@@ -78,7 +87,7 @@ std::vector<am::coll::detail::blob> reduce_any(am_coll_team* t, am::coll::detail
             return reduce_op<double>(t, k, call, in, count, op, root);
     }
     am::capi::fail(am::errc::invalid_argument, call, t->ctx,
-                   "type " + std::to_string(static_cast<int>(type)) + " is not an am_coll_type_t");
+                   "type " + std::to_string(type) + " is not an am_coll_type_t");
 }
 
 void check_team(const am_coll_team* t, const char* call) {
@@ -193,8 +202,8 @@ am_status_t am_coll_reduce(am_coll_team_t* team, const void* in, void* out, size
         am::capi::check_pointer(call, team->ctx, in, count != 0, "input");
         am::capi::check_pointer(call, team->ctx, out, count != 0 && team->cxx.rank() == root,
                                 "output at the root");
-        auto res =
-            reduce_any(team, am::coll::detail::kind::reduce, call, in, count, type, op, root);
+        auto res = reduce_any(team, am::coll::detail::kind::reduce, call, in, count, as_int(type),
+                              as_int(op), root);
         if (!res.empty()) copy_to(out, res[0]);
     });
 }
@@ -206,8 +215,8 @@ am_status_t am_coll_allreduce(am_coll_team_t* team, const void* in, void* out, s
         check_team(team, call);
         am::capi::check_pointer(call, team->ctx, in, count != 0, "input");
         am::capi::check_pointer(call, team->ctx, out, count != 0, "output");
-        auto res =
-            reduce_any(team, am::coll::detail::kind::allreduce, call, in, count, type, op, -1);
+        auto res = reduce_any(team, am::coll::detail::kind::allreduce, call, in, count,
+                              as_int(type), as_int(op), -1);
         copy_to(out, res.at(0));
     });
 }
@@ -251,8 +260,8 @@ am_status_t am_coll_inclusive_scan(am_coll_team_t* team, const void* in, void* o
         check_team(team, call);
         am::capi::check_pointer(call, team->ctx, in, count != 0, "input");
         am::capi::check_pointer(call, team->ctx, out, count != 0, "output");
-        auto res =
-            reduce_any(team, am::coll::detail::kind::inclusive_scan, call, in, count, type, op, -1);
+        auto res = reduce_any(team, am::coll::detail::kind::inclusive_scan, call, in, count,
+                              as_int(type), as_int(op), -1);
         copy_to(out, res.at(0));
     });
 }
@@ -264,8 +273,8 @@ am_status_t am_coll_exclusive_scan(am_coll_team_t* team, const void* in, void* o
         check_team(team, call);
         am::capi::check_pointer(call, team->ctx, in, count != 0, "input");
         am::capi::check_pointer(call, team->ctx, out, count != 0, "output");
-        auto res =
-            reduce_any(team, am::coll::detail::kind::exclusive_scan, call, in, count, type, op, -1);
+        auto res = reduce_any(team, am::coll::detail::kind::exclusive_scan, call, in, count,
+                              as_int(type), as_int(op), -1);
         if (!res.empty()) copy_to(out, res[0]);
     });
 }
