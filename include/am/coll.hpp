@@ -81,6 +81,9 @@ class team {
     [[nodiscard]] int team_rank(int world_rank) const;
     /// The rank's context.
     [[nodiscard]] context& ctx() const;
+    /// A number for the team, the same on every member and different for every team of the
+    /// job (world is 1). Libraries key their per-team state by it.
+    [[nodiscard]] std::uint64_t id() const;
     /// A name for the errors: "world", or "split #2 of world (color 3)".
     [[nodiscard]] std::string name() const;
     /// Collective over this team: a new team of the members that pass the same `color` (≥ 0),

@@ -54,6 +54,10 @@ struct config {
     /// Largest medium payload wanted (`AM_MAX_MEDIUM`, default 64 KiB); the effective limit,
     /// `context::max_medium()`, is also bounded by the ring size.
     std::size_t max_medium = std::size_t{64} << 10;
+    /// Largest single payload of `am::async`, a dist container's operation or a visit's
+    /// arguments (`AM_MAX_PAYLOAD`, default 1 GiB): a call above it throws errc::too_large
+    /// and sends nothing. Calls above `max_medium` travel in fragments.
+    std::size_t max_payload = std::size_t{1} << 30;
     /// Run a progress thread per rank that services messages while the rank computes
     /// (`AM_PROGRESS_THREAD=1`, default off). Handlers then run on that thread too.
     bool progress_thread = false;

@@ -47,6 +47,9 @@ int team::rank() const {
 int team::size() const {
     return static_cast<int>(state_of(_st, _ctx, "am::coll::team::size").members.size());
 }
+std::uint64_t team::id() const {
+    return state_of(_st, _ctx, "am::coll::team::id").id;
+}
 context& team::ctx() const {
     return *state_of(_st, _ctx, "am::coll::team::ctx").ctx;
 }

@@ -128,6 +128,9 @@ config config::from_env() {
         c.segment_bytes = parse_size("AM_SEGMENT_BYTES", v);
     }
     if (const char* v = std::getenv("AM_MAX_MEDIUM")) c.max_medium = parse_size("AM_MAX_MEDIUM", v);
+    if (const char* v = std::getenv("AM_MAX_PAYLOAD")) {
+        c.max_payload = parse_size("AM_MAX_PAYLOAD", v);
+    }
     if (const char* v = std::getenv("AM_PROGRESS_THREAD")) {
         c.progress_thread = parse_bool("AM_PROGRESS_THREAD", v);
     }

@@ -4,6 +4,7 @@
 #include "layers.hpp"
 
 #include "../coll/coll_layer.hpp"
+#include "../dist/dist_layer.hpp"
 #include "../msg/msg_layer.hpp"
 #include "../oam/oam_sched.hpp"
 #include "../rma/rma_layer.hpp"
@@ -23,6 +24,7 @@ constexpr layer_entry library_layers[] = {
     {&detail::window_layer::key, &make_layer<detail::window_layer>},
     {&tam::detail::machine::key, &make_layer<tam::detail::machine>},
     {&coll::detail::coll_layer::key, &make_layer<coll::detail::coll_layer>},
+    {&detail::dist_layer::key, &make_layer<detail::dist_layer>},
 };
 
 }  // namespace

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The core's interface to the layers built on it; the library's six are listed in
-// src/runtime/layers.cpp (rma, msg, typed, window, oam, tam). It is the only header of the core
-// a layer includes: a layer's include path holds nothing else of src/core, and when the build
-// is configured cmake/am_check_includes.cmake refuses a layer source that includes a file
+// The core's interface to the layers built on it; the library's eight are listed in
+// src/runtime/layers.cpp (oam, rma, msg, typed, window, tam, coll, dist). It is the only header of
+// the core a layer includes: a layer's include path holds nothing else of src/core, and when the
+// build is configured cmake/am_check_includes.cmake refuses a layer source that includes a file
 // outside its folder and src/util. Everything else a layer needs is the public API
 // (include/am): registering handlers, requests and replies, counters, waits. How to add a
 // layer and the rules a layer follows: docs/layers.md, the one place for that recipe.
@@ -49,7 +49,7 @@ struct key {
 };
 
 /// The most layers one context holds.
-inline constexpr unsigned max_layers = 8;
+inline constexpr unsigned max_layers = 12;
 
 /// Makes `l` the rank's layer of kind `k` (the runtime calls this; `l` outlives the context's
 /// use). Throws am::error when `k` is attached already or `max_layers` are.

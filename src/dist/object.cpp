@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// Dist objects: their numbers, the rank's table of them, and the team barrier.
+#include "dist_layer.hpp"
+
+#include <am/dist/object.hpp>
+
+#include <exception>
+
+namespace am::dist {
+
+void barrier(const coll::team& t) {
+    am::detail::dist_of(t.ctx(), "am::dist::barrier").barrier(t);
+}
+
+object_base::object_base(const coll::team& t, const char* type, const char* call)
+    : _team(t), _layer(&am::detail::dist_of(t.ctx(), call)), _type(type) {
+    core::check_wait(t.ctx(), call);
+    (void)t.rank();  // errc::bad_context on a team without this rank
+    _ref.team = t.id();
+    _ref.number = _layer->next_object(_ref.team);
+}
+
+void object_base::publish(void* self) {
+    _layer->add_object(_ref.team, _ref.number, self, _type);
+    // Every member has its part before any operation can reach it.
+    coll::barrier(_team);
+}
+
+void object_base::retire() noexcept {
+    try {
+        // Not while an exception unwinds this rank (the others may never come) or the job failed.
+        if (std::uncaught_exceptions() == 0 && !core::job_failed(_team.ctx())) {
+            am::dist::barrier(_team);
+        }
+    } catch (const std::exception& e) {
+        // A failed job: operations still in flight for this object cannot run anywhere now.
+        (void)e;
+    }
+    _layer->remove_object(_ref.team, _ref.number);
+}
+
+object_base::~object_base() = default;
+
+namespace detail {
+void* lookup(context& ctx, const object_ref& r, const char* type, const char* call) {
+    return am::detail::dist_of(ctx, call).object(r.team, r.number, type, call);
+}
+}  // namespace detail
+
+}  // namespace am::dist
