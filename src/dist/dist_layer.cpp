@@ -94,18 +94,25 @@ std::string dist_layer::report() const {
 // --------------------------------------------------------------------------------- sending
 
 dist_layer::out_buffer& dist_layer::buffer(std::uint64_t team, int dest) {
-    auto& slot = _out[{team, dest}];
-    if (!slot) {
+    team_counts& c = counts(team);
+    if (c.out.empty()) c.out.resize(static_cast<std::size_t>(_ctx.size()));
+    auto& slot = c.out[static_cast<std::size_t>(dest)];
+    if (!slot) [[unlikely]] {
         slot = std::make_unique<out_buffer>();
         slot->team = team;
+        slot->counts = &c;
         slot->dest = dest;
     }
     return *slot;
 }
 
 dist_layer::team_counts& dist_layer::counts(std::uint64_t team) {
+    if (team == _last_team_id && _last_team != nullptr) [[likely]]
+        return *_last_team;
     auto& slot = _teams[team];
     if (!slot) slot = std::make_unique<team_counts>();
+    _last_team_id = team;
+    _last_team = slot.get();
     return *slot;
 }
 
@@ -187,7 +194,7 @@ void dist_layer::close(const record_out& o, const char* call) {
                     sizeof(std::uint64_t));
         b.bytes.resize(pad16(b.bytes.size()));
         ++_records;
-        counts(b.team).sent.fetch_add(1, std::memory_order_relaxed);
+        b.counts->sent.fetch_add(1, std::memory_order_relaxed);
         if (b.bytes.size() > _batch && b.records > 0) {
             // The new record does not fit: the batch goes without it; it starts the next.
             std::vector<std::byte> tail(b.bytes.begin() + static_cast<std::ptrdiff_t>(o.start),
@@ -389,11 +396,15 @@ void dist_layer::add_object(std::uint64_t team, std::uint32_t number, void* obj,
 void dist_layer::remove_object(std::uint64_t team, std::uint32_t number) noexcept {
     guard g(*this);
     _objects.erase({team, number});
+    _last = {nullptr, nullptr};
 }
 
 void* dist_layer::object(std::uint64_t team, std::uint32_t number, const char* type,
-                         const char* call) const {
+                         const char* call) {
     guard g(*this);
+    if (_last.obj != nullptr && _last_key == object_key{team, number} && _last.type == type) {
+        return _last.obj;
+    }
     const auto it = _objects.find({team, number});
     if (it == _objects.end() || std::strcmp(it->second.type, type) != 0) {
         throw error(
@@ -405,6 +416,8 @@ void* dist_layer::object(std::uint64_t team, std::uint32_t number, const char* t
                                       : " is a " + std::string(it->second.type) + " here, not a " +
                                             type + " (members created objects in another order)"));
     }
+    _last_key = {team, number};
+    _last = {it->second.obj, type};
     return it->second.obj;
 }
 

@@ -67,8 +67,7 @@ class dist_layer final : public core::layer {
     void add_object(std::uint64_t team, std::uint32_t number, void* obj, const char* type);
     void remove_object(std::uint64_t team, std::uint32_t number) noexcept;
     /// The object, or throws errc::bad_context naming `call` when this rank has none.
-    void* object(std::uint64_t team, std::uint32_t number, const char* type,
-                 const char* call) const;
+    void* object(std::uint64_t team, std::uint32_t number, const char* type, const char* call);
 
     void on_batch(int source, std::span<const std::byte> data);
     void on_fragment(int source, std::span<const std::byte> data, std::uint64_t id,
@@ -79,9 +78,11 @@ class dist_layer final : public core::layer {
 
   private:
     class guard;
+    struct team_counts;
     struct out_buffer {
         std::vector<std::byte> bytes;  // batch_header, then records
         std::uint64_t team = 0;
+        team_counts* counts = nullptr;
         int dest = 0;
         std::uint32_t records = 0;
         bool listed = false;  // in _filled, counted as pending work
@@ -89,6 +90,8 @@ class dist_layer final : public core::layer {
     struct team_counts {
         std::atomic<std::uint64_t> sent{0}, handled{0};
         std::uint32_t objects = 0;
+        // This rank's batches on the team, by destination job rank (made on first use).
+        std::vector<std::unique_ptr<out_buffer>> out;
     };
     struct assembly {
         std::vector<std::byte> bytes;
@@ -128,12 +131,16 @@ class dist_layer final : public core::layer {
     mutable std::recursive_mutex _mutex;  // taken only when core::locking
     bool _locking;
     // Batches being filled, by (team, dest); the list of those holding records.
-    std::map<std::pair<std::uint64_t, int>, std::unique_ptr<out_buffer>> _out;
     std::vector<out_buffer*> _filled;
     std::vector<std::vector<std::byte>> _spare;
     std::unordered_map<std::uint64_t, std::unique_ptr<team_counts>> _teams;
     std::map<std::pair<int, std::uint64_t>, assembly> _assembling;  // by (source, id)
     std::map<object_key, object_entry> _objects;
+    // The object the last record named (records of one batch mostly name one).
+    object_key _last_key{0, 0};
+    object_entry _last{nullptr, nullptr};
+    team_counts* _last_team = nullptr;  // the team of _last_team_id
+    std::uint64_t _last_team_id = 0;
     std::unordered_map<std::uint64_t, const async_fn_info*> _fns;  // the rank's cache
     std::uint64_t _next_large = 0;
     // Statistics.
