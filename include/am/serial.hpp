@@ -29,11 +29,13 @@ class serial_writer {
   public:
     explicit serial_writer(std::vector<std::byte>& out) noexcept : _out(out) {}
     /// Pads to a multiple of `align` (a power of two ≤ 16) from the buffer's start.
-    void align(std::size_t a) { _out.resize((_out.size() + a - 1) & ~(a - 1)); }
+    void align(std::size_t a) {
+        const std::size_t to = (_out.size() + a - 1) & ~(a - 1);
+        if (to != _out.size()) _out.resize(to);
+    }
     void write(const void* p, std::size_t n) {
-        const std::size_t at = _out.size();
-        _out.resize(at + n);
-        if (n != 0) std::memcpy(_out.data() + at, p, n);
+        const auto* b = static_cast<const std::byte*>(p);
+        _out.insert(_out.end(), b, b + n);  // no zero-fill before the copy
     }
     [[nodiscard]] std::size_t size() const noexcept { return _out.size(); }
 

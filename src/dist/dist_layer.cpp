@@ -131,12 +131,13 @@ record_out dist_layer::open(std::uint64_t team, int dest, std::uint64_t fn, cons
             b.bytes = std::move(_spare.back());
             _spare.pop_back();
         }
+        b.bytes.reserve(_batch + 2 * record_align);
         b.bytes.resize(sizeof(batch_header));
     }
     const std::size_t start = b.bytes.size();
-    b.bytes.resize(start + sizeof(record_header));
     const record_header h{fn, 0};
-    std::memcpy(b.bytes.data() + start, &h, sizeof h);
+    const auto* hb = reinterpret_cast<const std::byte*>(&h);
+    b.bytes.insert(b.bytes.end(), hb, hb + sizeof h);
     return {&b.bytes, start, &b};
 }
 
@@ -286,7 +287,32 @@ void dist_layer::on_batch(int source, std::span<const std::byte> data) {
     run_batch(source, data);
 }
 
+namespace {
+// The dist layer whose records this thread is running: what the records' object lookups use
+// (instead of a search of the context's layers per record). Saved and restored around a batch.
+thread_local dist_layer* t_running [[gnu::tls_model("initial-exec")]] = nullptr;
+
+class running_mark {
+  public:
+    explicit running_mark(dist_layer* d) noexcept : _saved(t_running) { t_running = d; }
+    ~running_mark() { t_running = _saved; }
+    running_mark(const running_mark&) = delete;
+    running_mark& operator=(const running_mark&) = delete;
+
+  private:
+    dist_layer* _saved;
+};
+}  // namespace
+
+dist_layer& dist_running(context& ctx, const char* call) {
+    dist_layer* d = t_running;
+    if (d != nullptr && &d->ctx() == &ctx) [[likely]]
+        return *d;
+    return dist_of(ctx, call);
+}
+
 void dist_layer::run_batch(int source, std::span<const std::byte> data) {
+    const running_mark mark(this);
     batch_header h{};
     if (data.size() < sizeof h) fail("am::async: a batch shorter than its header arrived");
     std::memcpy(&h, data.data(), sizeof h);
@@ -308,9 +334,15 @@ void dist_layer::run_record(int source, std::uint64_t fn, std::span<const std::b
     const async_fn_info* info = nullptr;
     {
         guard g(*this);
-        auto it = _fns.find(fn);
-        if (it == _fns.end()) it = _fns.emplace(fn, async_find(fn)).first;
-        info = it->second;
+        if (fn == _last_fn && _last_info != nullptr) {
+            info = _last_info;
+        } else {
+            auto it = _fns.find(fn);
+            if (it == _fns.end()) it = _fns.emplace(fn, async_find(fn)).first;
+            info = it->second;
+            _last_fn = fn;
+            _last_info = info;
+        }
     }
     if (info == nullptr || info->ambiguous) {
         const std::string why =

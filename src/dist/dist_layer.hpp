@@ -28,6 +28,9 @@ struct async_fn_info {
     std::string shown;  // a readable name for errors
     bool ambiguous = false;
 };
+/// The dist layer of `ctx`: the one running records on this thread when it is `ctx`'s (no
+/// search of the context's layers), else as dist_of.
+dist_layer& dist_running(context& ctx, const char* call);
 /// The table's entry for `key`, or null.
 const async_fn_info* async_find(std::uint64_t key) noexcept;
 
@@ -142,6 +145,8 @@ class dist_layer final : public core::layer {
     team_counts* _last_team = nullptr;  // the team of _last_team_id
     std::uint64_t _last_team_id = 0;
     std::unordered_map<std::uint64_t, const async_fn_info*> _fns;  // the rank's cache
+    std::uint64_t _last_fn = 0;
+    const async_fn_info* _last_info = nullptr;
     std::uint64_t _next_large = 0;
     // Statistics.
     std::uint64_t _records = 0, _batches = 0, _large = 0;

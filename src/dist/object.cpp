@@ -18,6 +18,7 @@ object_base::object_base(const coll::team& t, const char* type, const char* call
     (void)t.rank();  // errc::bad_context on a team without this rank
     _ref.team = t.id();
     _ref.number = _layer->next_object(_ref.team);
+    _world = _ref.team == coll::world(t.ctx()).id();
 }
 
 void object_base::publish(void* self) {
@@ -43,7 +44,7 @@ object_base::~object_base() = default;
 
 namespace detail {
 void* lookup(context& ctx, const object_ref& r, const char* type, const char* call) {
-    return am::detail::dist_of(ctx, call).object(r.team, r.number, type, call);
+    return am::detail::dist_running(ctx, call).object(r.team, r.number, type, call);
 }
 }  // namespace detail
 

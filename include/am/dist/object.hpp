@@ -83,8 +83,8 @@ class object_base {
     /// Sends a record of `F` to team rank `dest`, counted on the team.
     template <class F, class... A>
     void send(int dest, const char* call, A&&... a) const {
-        am::detail::async_send<F>(*_layer, _ref.team, _team.world_rank(dest), call, _ref,
-                                  std::forward<A>(a)...);
+        am::detail::async_send<F>(*_layer, _ref.team, _world ? dest : _team.world_rank(dest), call,
+                                  _ref, std::forward<A>(a)...);
     }
 
   private:
@@ -92,6 +92,7 @@ class object_base {
     am::detail::dist_layer* _layer;
     object_ref _ref{};
     const char* _type;
+    bool _world = false;  // team rank = job rank
 };
 
 namespace detail {
