@@ -15,8 +15,11 @@
 ///   nested RPC's `get()` — a condition variable, `ctx.wait`).
 /// - **Arguments and results**: see <am/serial.hpp>. When every parameter is trivially
 ///   copyable and at most 8 bytes (at most 15 of them) the call travels as a short active
-///   message; otherwise as one medium message of at most `ctx.max_medium()` bytes (more is
-///   refused with errc::too_large, nothing sent). Results likewise.
+///   message; otherwise as one medium message when they fit `ctx.max_medium()` bytes, else
+///   sent ahead in parts of that size and reassembled at the target before the call runs, up
+///   to config::max_payload (`AM_MAX_PAYLOAD`, default 1 GiB; more is refused with
+///   errc::too_large, nothing sent). Results likewise (a result over the limit reaches the
+///   caller's `get()` as errc::remote naming errc::too_large).
 /// - **Exceptions** the remote function throws travel back: `get()` throws am::error with
 ///   errc::remote whose text names the function, the rank and the original `what()` (the
 ///   original code for an `am::error`); nested failures keep both ends (the text is cut to 8 KiB

@@ -178,7 +178,6 @@ void dist_layer::unlist(out_buffer& b) noexcept {
 }
 
 void dist_layer::close(const record_out& o, const char* call) {
-    std::vector<outgoing> go;
     {
         std::unique_lock<std::recursive_mutex> held;
         if (_locking) held = std::unique_lock<std::recursive_mutex>(_mutex, std::adopt_lock);
@@ -201,38 +200,75 @@ void dist_layer::close(const record_out& o, const char* call) {
             std::vector<std::byte> tail(b.bytes.begin() + static_cast<std::ptrdiff_t>(o.start),
                                         b.bytes.end());
             b.bytes.resize(o.start);
-            go.push_back({b.dest, detach(b), false});
+            enqueue({b.dest, detach(b), false});
             b.bytes.resize(sizeof(batch_header));
             b.bytes.insert(b.bytes.end(), tail.begin(), tail.end());
         }
         ++b.records;
         if (b.bytes.size() > _batch) {
-            go.push_back({b.dest, detach(b), true});  // a record alone larger than a batch
+            enqueue({b.dest, detach(b), true});  // a record alone larger than a batch
         } else if (b.bytes.size() + sizeof(record_header) > _batch) {
-            go.push_back({b.dest, detach(b), false});
+            enqueue({b.dest, detach(b), false});
         } else {
             list(b);
         }
     }
-    send(go);
+    (void)drain();
 }
 
-// Sends detached messages without the lock: a send that waits for room polls, and the handlers
-// it runs may add records to any buffer.
-void dist_layer::send(std::vector<outgoing>& go) {
-    for (outgoing& m : go) {
-        if (m.large) {
-            send_large(m.dest, m.bytes);
-        } else {
-            ++_batches;
-            _ctx.request(m.dest, _h_batch, std::span<const std::byte>(m.bytes));
+// Under the lock: `m` joins the queue of messages to send, in the order they were detached.
+void dist_layer::enqueue(outgoing&& m) {
+    _outq.push_back(std::move(m));
+    core::add_pending(_ctx, 1);
+}
+
+// Sends the queue in order, without the lock: a send that waits for room polls, and the
+// handlers (or the deferred flush) it runs may detach more batches. Those join the queue and
+// this loop sends them after the ones before them; a call made while the queue is being sent
+// (re-entered from such a handler, or another thread) returns at once. So batches to one
+// destination leave in the order their records were made.
+std::size_t dist_layer::drain() {
+    {
+        guard g(*this);
+        if (_sending) return 0;
+        _sending = true;
+    }
+    std::size_t sent = 0;
+    for (;;) {
+        outgoing m;
+        {
+            guard g(*this);
+            if (_outq.empty()) {
+                _sending = false;
+                return sent;
+            }
+            m = std::move(_outq.front());
+            _outq.pop_front();
+        }
+        try {
+            transmit(m);
+        } catch (...) {
+            guard g(*this);
+            _sending = false;
+            core::add_pending(_ctx, -1);
+            throw;
+        }
+        ++sent;
+        guard g(*this);
+        core::add_pending(_ctx, -1);
+        if (_spare.size() < 8 && m.bytes.capacity() <= 2 * _batch) {
+            m.bytes.clear();
+            _spare.push_back(std::move(m.bytes));
         }
     }
-    guard g(*this);
-    for (outgoing& m : go) {
-        if (_spare.size() >= 8 || m.bytes.capacity() > 2 * _batch) continue;
-        m.bytes.clear();
-        _spare.push_back(std::move(m.bytes));
+}
+
+void dist_layer::transmit(const outgoing& m) {
+    if (m.large) {
+        send_large(m.dest, m.bytes);
+    } else {
+        ++_batches;
+        _ctx.request(m.dest, _h_batch, std::span<const std::byte>(m.bytes));
     }
 }
 
@@ -253,7 +289,6 @@ void dist_layer::send_large(int dest, const std::vector<std::byte>& bytes) {
 }
 
 std::size_t dist_layer::flush(std::uint64_t team) {
-    std::vector<outgoing> go;
     {
         guard g(*this);
         std::size_t kept = 0;
@@ -263,12 +298,11 @@ std::size_t dist_layer::flush(std::uint64_t team) {
                 _filled[kept++] = b;
                 continue;
             }
-            go.push_back({b->dest, detach(*b), false});
+            enqueue({b->dest, detach(*b), false});
         }
         _filled.resize(kept);
     }
-    send(go);
-    return go.size();
+    return drain();
 }
 
 std::size_t dist_layer::run_deferred() {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -107,9 +108,9 @@ class dist_layer final : public core::layer {
     };
 
     struct outgoing {
-        int dest;
+        int dest = 0;
         std::vector<std::byte> bytes;
-        bool large;
+        bool large = false;
     };
     out_buffer& buffer(std::uint64_t team, int dest);
     team_counts& counts(std::uint64_t team);
@@ -117,7 +118,9 @@ class dist_layer final : public core::layer {
     std::vector<std::byte> detach(out_buffer& b);
     void list(out_buffer& b);
     void unlist(out_buffer& b) noexcept;
-    void send(std::vector<outgoing>& go);
+    void enqueue(outgoing&& m);
+    std::size_t drain();
+    void transmit(const outgoing& m);
     void send_large(int dest, const std::vector<std::byte>& bytes);
     void run_batch(int source, std::span<const std::byte> data);
     void run_record(int source, std::uint64_t fn, std::span<const std::byte> args);
@@ -136,6 +139,8 @@ class dist_layer final : public core::layer {
     // Batches being filled, by (team, dest); the list of those holding records.
     std::vector<out_buffer*> _filled;
     std::vector<std::vector<std::byte>> _spare;
+    std::deque<outgoing> _outq;  // detached, to send in this order
+    bool _sending = false;       // a drain() is sending _outq
     std::unordered_map<std::uint64_t, std::unique_ptr<team_counts>> _teams;
     std::map<std::pair<int, std::uint64_t>, assembly> _assembling;  // by (source, id)
     std::map<object_key, object_entry> _objects;

@@ -5,6 +5,7 @@
 #include <am/dist/object.hpp>
 
 #include <exception>
+#include <string>
 
 namespace am::dist {
 
@@ -12,10 +13,25 @@ void barrier(const coll::team& t) {
     am::detail::dist_of(t.ctx(), "am::dist::barrier").barrier(t);
 }
 
+namespace {
+// The context of a team this rank belongs to; errc::bad_context naming `call` otherwise.
+context& member_ctx(const coll::team& t, const char* call) {
+    if (!t.valid()) {
+        const std::string rank =
+            t.home() != nullptr ? " on rank " + std::to_string(t.home()->rank()) : "";
+        throw error(errc::bad_context,
+                    std::string(call) + rank +
+                        ": this rank is not a member of the team (a split with "
+                        "am::team::undefined, or a default team); create containers on teams "
+                        "this rank belongs to");
+    }
+    return t.ctx();
+}
+}  // namespace
+
 object_base::object_base(const coll::team& t, const char* type, const char* call)
-    : _team(t), _layer(&am::detail::dist_of(t.ctx(), call)), _type(type) {
+    : _team(t), _layer(&am::detail::dist_of(member_ctx(t, call), call)), _type(type) {
     core::check_wait(t.ctx(), call);
-    (void)t.rank();  // errc::bad_context on a team without this rank
     _ref.team = t.id();
     _ref.number = _layer->next_object(_ref.team);
     _world = _ref.team == coll::world(t.ctx()).id();

@@ -18,9 +18,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace am::detail {
@@ -123,12 +125,23 @@ class oam_sched final : public core::layer {
     std::uint64_t rpc_begin(const rpc_delivery& d);
     void rpc_cancel(std::uint64_t id) noexcept;
     void on_return_slot(int source, std::uint64_t id, std::uint64_t value);
-    void on_return_bytes(int source, std::uint64_t id, std::span<const std::byte> b);
+    void on_return_bytes(int source, std::uint64_t id, std::span<const std::byte> b,
+                         std::uint64_t stash);
+    /// Arguments or results larger than a medium message: sent ahead in parts to `dest`'s
+    /// stash under a key (requests, so the message that names the key arrives after them);
+    /// errc::too_large naming `call` above config::max_payload. Returns the key (never 0).
+    std::uint64_t send_stash(int dest, std::span<const std::byte> b, const char* call,
+                             std::string_view name, const char* what);
+    void on_part(int source, std::span<const std::byte> b, std::uint64_t stash, std::uint64_t total,
+                 std::uint64_t offset);
+    /// The bytes stashed by `source` under key `stash` (complete: its parts came first).
+    std::vector<std::byte> take_stash(int source, std::uint64_t stash);
     void on_return_error(int source, std::uint64_t id, std::span<const std::byte> text);
 
     am::handler<category::short_am, std::uint64_t, std::uint64_t> ret_slot;
-    am::handler<category::medium, std::uint64_t> ret_bytes;
+    am::handler<category::medium, std::uint64_t, std::uint64_t> ret_bytes;
     am::handler<category::medium, std::uint64_t> ret_error;
+    am::handler<category::medium, std::uint64_t, std::uint64_t, std::uint64_t> part;
 
   private:
     oam_fiber* take_fiber();
@@ -181,6 +194,14 @@ class oam_sched final : public core::layer {
     };
     std::vector<call_entry> _calls;
     std::vector<std::uint32_t> _free_calls;
+    // Large arguments and results: parts arrived, by (source, key); this rank's next key.
+    struct stash_entry {
+        std::vector<std::byte> bytes;
+        std::uint64_t received = 0;
+    };
+    std::map<std::pair<int, std::uint64_t>, stash_entry> _stash;
+    std::uint64_t _next_stash = 1;
+    std::size_t _max_payload;
 };
 
 oam_sched& oam_layer_of(context& ctx, const char* call);

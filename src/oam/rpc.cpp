@@ -7,6 +7,7 @@
 #include "../util/maybe_lock.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -110,7 +111,13 @@ void oam_sched::on_return_slot(int source, std::uint64_t id, std::uint64_t value
     d.state->unref();
 }
 
-void oam_sched::on_return_bytes(int source, std::uint64_t id, std::span<const std::byte> b) {
+void oam_sched::on_return_bytes(int source, std::uint64_t id, std::span<const std::byte> b,
+                                std::uint64_t stash) {
+    std::vector<std::byte> whole;
+    if (stash != 0) {
+        whole = take_stash(source, stash);
+        b = whole;
+    }
     const rpc_delivery d = finish_call(source, id, "result");
     if (d.from_bytes != nullptr) {
         d.from_bytes(d.state, b);
@@ -127,6 +134,73 @@ void oam_sched::on_return_error(int source, std::uint64_t id, std::span<const st
     (void)d.state->set_exception(std::make_exception_ptr(
         error(errc::remote, std::string(reinterpret_cast<const char*>(text.data()), text.size()))));
     d.state->unref();
+}
+
+// ------------------------------------------------------------------ large arguments, results
+
+std::uint64_t oam_sched::send_stash(int dest, std::span<const std::byte> b, const char* call,
+                                    std::string_view name, const char* what) {
+    if (b.size() > _max_payload) {
+        fail(errc::too_large, call,
+             std::string("the ") + what + " of " + oam_readable(name) + " take " +
+                 std::to_string(b.size()) + " bytes, more than the payload limit of " +
+                 std::to_string(_max_payload) + " (AM_MAX_PAYLOAD); nothing was sent");
+    }
+    std::uint64_t stash = 0;
+    {
+        util::maybe_lock g(_m, _locking);
+        stash = _next_stash++;
+    }
+    const std::size_t chunk = _ctx.max_medium();
+    for (std::size_t at = 0; at < b.size(); at += chunk) {
+        const std::size_t n = std::min(chunk, b.size() - at);
+        _ctx.request(dest, part, b.subspan(at, n), stash, std::uint64_t{b.size()},
+                     std::uint64_t{at});
+    }
+    return stash;
+}
+
+void oam_sched::on_part(int source, std::span<const std::byte> b, std::uint64_t stash,
+                        std::uint64_t total, std::uint64_t offset) {
+    util::maybe_lock g(_m, _locking);
+    stash_entry& e = _stash[{source, stash}];
+    if (e.bytes.size() != total) {
+        try {
+            e.bytes.resize(static_cast<std::size_t>(total));
+        } catch (const std::bad_alloc&) {
+            _stash.erase({source, stash});
+            fail(errc::too_large, "am::rpc",
+                 "no memory for " + std::to_string(total) + " bytes of a call from rank " +
+                     std::to_string(source));
+        }
+    }
+    if (offset > total || b.size() > total - offset) {
+        fail(errc::invalid_argument, "am::rpc", "a part lies outside its call's bytes");
+    }
+    std::memcpy(e.bytes.data() + offset, b.data(), b.size());
+    e.received += b.size();
+}
+
+std::vector<std::byte> oam_sched::take_stash(int source, std::uint64_t stash) {
+    util::maybe_lock g(_m, _locking);
+    const auto it = _stash.find({source, stash});
+    if (it == _stash.end() || it->second.received != it->second.bytes.size()) {
+        fail(errc::invalid_argument, "am::rpc",
+             "a large call or result from rank " + std::to_string(source) +
+                 " arrived before its parts");
+    }
+    std::vector<std::byte> bytes = std::move(it->second.bytes);
+    _stash.erase(it);
+    return bytes;
+}
+
+std::uint64_t rpc_stash(context& ctx, int rank, std::span<const std::byte> b,
+                        std::string_view name) {
+    return oam_layer_of(ctx, "am::rpc").send_stash(rank, b, "am::rpc", name, "arguments");
+}
+
+std::vector<std::byte> rpc_take_stash(oam_sched* s, int source, std::uint64_t key) {
+    return s->take_stash(source, key);
 }
 
 void rpc_set_index(oam_sched* s, std::uint32_t slot, std::uint32_t index, std::string_view name) {
@@ -199,15 +273,21 @@ std::string call_site(const context& ctx, std::string_view name, int caller) {
 void rpc_return_bytes(oam_sched* s, int caller, std::uint64_t id, std::string_view name,
                       std::span<const std::byte> b) {
     context& ctx = s->ctx();
-    if (b.size() > ctx.max_medium()) {
+    if (b.size() <= ctx.max_medium()) {
+        ctx.request(caller, s->ret_bytes, b, id, std::uint64_t{0});
+        return;
+    }
+    std::uint64_t key = 0;
+    try {
+        key = s->send_stash(caller, b, "am::rpc", name, "result");
+    } catch (const error& e) {
+        if (e.code() != errc::too_large) throw;
         send_error_text(s, caller, id,
-                        call_site(ctx, name, caller) + ": its result takes " +
-                            std::to_string(b.size()) + " bytes, more than max_medium() = " +
-                            std::to_string(ctx.max_medium()) + "; it was not sent (am::errc " +
+                        call_site(ctx, name, caller) + ": " + e.what() + " (am::errc " +
                             std::to_string(static_cast<int>(errc::too_large)) + ")");
         return;
     }
-    ctx.request(caller, s->ret_bytes, b, id);
+    ctx.request(caller, s->ret_bytes, std::span<const std::byte>{}, id, key);
 }
 
 void rpc_return_error(oam_sched* s, int caller, std::uint64_t id, std::string_view name,
@@ -226,13 +306,6 @@ void rpc_return_error(oam_sched* s, int caller, std::uint64_t id, std::string_vi
         what = "an exception not derived from std::exception";
     }
     send_error_text(s, caller, id, call_site(s->ctx(), name, caller) + " threw: " + what);
-}
-
-void rpc_too_large(context& ctx, std::string_view name, std::size_t bytes, const char* what) {
-    util::fail(errc::too_large, "am::rpc", ctx.rank(),
-               std::string("the ") + what + " of " + oam_readable(name) + " take " +
-                   std::to_string(bytes) + " bytes, more than max_medium() = " +
-                   std::to_string(ctx.max_medium()) + "; nothing was sent");
 }
 
 }  // namespace am::detail

@@ -214,19 +214,23 @@ oam_sched::oam_sched(context& ctx, const config& cfg)
     : ret_slot(ctx.handler([this](token& t, std::uint64_t id, std::uint64_t v) {
           on_return_slot(t.source(), id, v);
       })),
-      ret_bytes(ctx.handler([this](token& t, std::span<const std::byte> b, std::uint64_t id) {
-          on_return_bytes(t.source(), id, b);
-      })),
+      ret_bytes(
+          ctx.handler([this](token& t, std::span<const std::byte> b, std::uint64_t id,
+                             std::uint64_t stash) { on_return_bytes(t.source(), id, b, stash); })),
       ret_error(ctx.handler([this](token& t, std::span<const std::byte> b, std::uint64_t id) {
           on_return_error(t.source(), id, b);
       })),
+      part(ctx.handler(
+          [this](token& t, std::span<const std::byte> b, std::uint64_t stash, std::uint64_t total,
+                 std::uint64_t offset) { on_part(t.source(), b, stash, total, offset); })),
       _ctx(ctx),
       _rank(ctx.rank()),
       _locking(cfg.progress_thread || cfg.thread_multiple),
       _stack_bytes(oam_stack_round(std::max<std::size_t>(cfg.oam_stack_bytes, 16 * 1024))),
       _max_live(cfg.oam_max_threads),
       _hang_seconds(cfg.oam_hang_seconds),
-      _rpc_index(new std::atomic<std::uint32_t>[max_slots]) {
+      _rpc_index(new std::atomic<std::uint32_t>[max_slots]),
+      _max_payload(cfg.max_payload) {
     for (std::uint32_t i = 0; i < max_slots; ++i) _rpc_index[i].store(0);
     core::set_deferred(_ctx, [this] { return run_ready(); });
     core::set_pending_report(_ctx, _hang_seconds, [this] { return blocked_report(); });

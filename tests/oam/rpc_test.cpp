@@ -479,72 +479,88 @@ TEST_P(oam_rpc, unregistered_function) {
     });
 }
 
-TEST_P(oam_rpc, arguments_too_large) {
-    run_ok([](am::context& ctx) {
-        std::atomic<int> served{0};
-        am::rpc_register<&rpc_size_of>(ctx);
-        auto counted = am::rpc_register(ctx, [&](std::string s) {
-            ++served;
-            return s.size();
-        });
-        am::counter in_handler(ctx);
-        std::atomic<int> handler_refused{0};
-        auto from_handler = am::optimistic_handler(ctx, [&](am::token&) {
-            const std::vector<std::byte> big(ctx.max_medium());
-            try {
-                (void)am::rpc<&rpc_size_of>(ctx, right_of(ctx), big);
-            } catch (const am::error& e) {
-                if (e.code() == am::errc::too_large) ++handler_refused;
+// Arguments larger than a medium message are sent ahead in parts and arrive whole, also from
+// a handler; above config::max_payload (here 200000 bytes) the call is refused before
+// anything is sent, naming the function and the limit.
+TEST_P(oam_rpc, large_arguments_travel_in_parts) {
+    run_ok(
+        [](am::context& ctx) {
+            std::atomic<int> served{0};
+            am::rpc_register<&rpc_size_of>(ctx);
+            auto checksum = am::rpc_register(ctx, [&](std::string s) {
+                ++served;
+                std::uint64_t h = s.size();
+                for (const char c : s) h = h * 31 + static_cast<unsigned char>(c);
+                return h;
+            });
+            am::counter in_handler(ctx);
+            std::atomic<std::size_t> handler_got{0};
+            auto from_handler = am::optimistic_handler(ctx, [&](am::token&) {
+                const std::vector<std::byte> big(2 * ctx.max_medium() + 5);
+                handler_got = am::rpc<&rpc_size_of>(ctx, right_of(ctx), big).get();
+                in_handler.add();
+            });
+            ctx.barrier();
+            const int r = right_of(ctx);
+            const std::size_t max = ctx.max_medium();
+            // A vector travels as its 8-byte length and its bytes: max - 8 fits one message.
+            for (const std::size_t n : {max - 8, max - 7, 3 * max + 1}) {
+                EXPECT_EQ(am::rpc<&rpc_size_of>(ctx, r, std::vector<std::byte>(n)).get(), n);
             }
-            in_handler.add();
-        });
-        ctx.barrier();
-        const int r = right_of(ctx);
-        const std::size_t max = ctx.max_medium();
-        const std::string limit = std::to_string(max);
-        // A vector travels as its 8-byte length and its bytes.
-        EXPECT_EQ(am::rpc<&rpc_size_of>(ctx, r, std::vector<std::byte>(max - 8)).get(), max - 8);
-        expect_error([&] { (void)am::rpc<&rpc_size_of>(ctx, r, std::vector<std::byte>(max - 7)); },
-                     am::errc::too_large, {"rpc_size_of", limit});
-        expect_error([&] { am::rpc_ff<&rpc_size_of>(ctx, r, std::vector<std::byte>(4 * max)); },
-                     am::errc::too_large, {"rpc_size_of", limit});
-        expect_error([&] { (void)am::rpc(ctx, r, counted, std::string(max, 's')); },
-                     am::errc::too_large, {limit});
-        EXPECT_EQ(am::rpc(ctx, r, counted, std::string(10, 's')).get(), 10u);
-        ctx.request(ctx.rank(), from_handler);
-        wait_count(ctx, in_handler, 1, "the handler's refused call");
-        EXPECT_EQ(handler_refused.load(), 1);
-        ctx.quiesce();
-        EXPECT_EQ(served.load(), 1) << "a refused call was sent";
-    });
+            std::string text(3 * max + 17, ' ');
+            for (std::size_t k = 0; k < text.size(); ++k) text[k] = static_cast<char>('a' + k % 23);
+            std::uint64_t want = text.size();
+            for (const char c : text) want = want * 31 + static_cast<unsigned char>(c);
+            EXPECT_EQ(am::rpc(ctx, r, checksum, text).get(), want);
+            const std::string limit = "200000";  // a vector's 8-byte length + 199992 fit
+            EXPECT_EQ(am::rpc<&rpc_size_of>(ctx, r, std::vector<std::byte>(199992)).get(), 199992u);
+            expect_error(
+                [&] { (void)am::rpc<&rpc_size_of>(ctx, r, std::vector<std::byte>(199993)); },
+                am::errc::too_large, {"rpc_size_of", limit, "AM_MAX_PAYLOAD"});
+            expect_error([&] { am::rpc_ff<&rpc_size_of>(ctx, r, std::vector<std::byte>(300000)); },
+                         am::errc::too_large, {"rpc_size_of", limit});
+            expect_error([&] { (void)am::rpc(ctx, r, checksum, std::string(200000, 's')); },
+                         am::errc::too_large, {limit});
+            ctx.request(ctx.rank(), from_handler);
+            wait_count(ctx, in_handler, 1, "the handler's large call");
+            EXPECT_EQ(handler_got.load(), 2 * max + 5);
+            ctx.quiesce();
+            EXPECT_EQ(served.load(), 1) << "a refused call was sent";
+        },
+        [](am::config& cfg) { cfg.max_payload = 200000; });
 }
 
-// A result over max_medium() cannot travel back: get() throws errc::remote naming the limit;
-// the call after it works.
-TEST_P(oam_rpc, result_too_large) {
-    run_ok([](am::context& ctx) {
-        register_rpcs<&rpc_repeat>(ctx);
-        const int r = right_of(ctx);
-        const std::size_t max = ctx.max_medium();
-        const auto times = static_cast<std::uint32_t>(max / 10 + 1);
-        expect_error(
-            [&] { (void)am::rpc<&rpc_repeat>(ctx, r, std::string("0123456789"), times).get(); },
-            am::errc::remote, {"max_medium() = " + std::to_string(max)});
-        // The failure names the function, not "a remote function" (issue 36).
-        try {
-            (void)am::rpc<&rpc_repeat>(ctx, r, std::string("0123456789"), times).get();
-            ADD_FAILURE() << "a result over max_medium() arrived";
-        } catch (const am::error& e) {
-            const std::string what = e.what();
-            EXPECT_TRUE(am_test::contains(what, "rpc_repeat on rank " + std::to_string(r))) << what;
-            EXPECT_FALSE(am_test::contains(what, "a remote function")) << what;
-            EXPECT_TRUE(am_test::contains(
-                what, "am::errc " + std::to_string(static_cast<int>(am::errc::too_large))))
-                << what;
-        }
-        EXPECT_EQ(am::rpc<&rpc_repeat>(ctx, r, std::string("ab"), 2u).get(), "abab");
-        ctx.quiesce();
-    });
+// A result larger than a medium message comes back in parts; one over config::max_payload (here
+// 150000 bytes)
+// reaches get() as errc::remote naming the function and errc::too_large; the call after it works.
+TEST_P(oam_rpc, large_results_travel_in_parts) {
+    run_ok(
+        [](am::context& ctx) {
+            register_rpcs<&rpc_repeat>(ctx);
+            const int r = right_of(ctx);
+            const std::size_t max = ctx.max_medium();
+            const auto times = static_cast<std::uint32_t>(max / 10 + 1);
+            const std::string got =
+                am::rpc<&rpc_repeat>(ctx, r, std::string("0123456789"), times).get();
+            ASSERT_EQ(got.size(), 10u * times);
+            EXPECT_EQ(got.substr(got.size() - 12), "890123456789");
+            try {
+                (void)am::rpc<&rpc_repeat>(ctx, r, std::string("0123456789"), 15001u).get();
+                ADD_FAILURE() << "a result over the payload limit arrived";
+            } catch (const am::error& e) {
+                const std::string what = e.what();
+                EXPECT_EQ(e.code(), am::errc::remote);
+                EXPECT_TRUE(am_test::contains(what, "rpc_repeat on rank " + std::to_string(r)))
+                    << what;
+                EXPECT_TRUE(am_test::contains(what, "AM_MAX_PAYLOAD")) << what;
+                EXPECT_TRUE(am_test::contains(
+                    what, "am::errc " + std::to_string(static_cast<int>(am::errc::too_large))))
+                    << what;
+            }
+            EXPECT_EQ(am::rpc<&rpc_repeat>(ctx, r, std::string("ab"), 2u).get(), "abab");
+            ctx.quiesce();
+        },
+        [](am::config& cfg) { cfg.max_payload = 150000; });
 }
 
 // Nested calls that fail deep down (a ping-pong between ranks 0 and 1 stopped by

@@ -109,9 +109,12 @@ void rpc_return_bytes(oam_sched* s, int caller, std::uint64_t id, std::string_vi
 /// innermost cause stay.
 void rpc_return_error(oam_sched* s, int caller, std::uint64_t id, std::string_view name,
                       std::exception_ptr e);
-/// Throws errc::too_large: `bytes` of arguments do not fit a medium message.
-[[noreturn]] void rpc_too_large(context& ctx, std::string_view name, std::size_t bytes,
-                                const char* what);
+/// Sends arguments larger than a medium message ahead to `rank` in parts; the call's message
+/// then names the returned key. errc::too_large above config::max_payload (nothing sent).
+std::uint64_t rpc_stash(context& ctx, int rank, std::span<const std::byte> b,
+                        std::string_view name);
+/// The arguments `source` sent ahead under `key`.
+std::vector<std::byte> rpc_take_stash(oam_sched* s, int source, std::uint64_t key);
 
 template <class T>
 std::uint64_t to_slot(const T& v) noexcept {
@@ -192,11 +195,17 @@ template <class F, class R, bool Ctx, class... P>
 struct rpc_handler<F, R, Ctx, type_list<P...>, false> {
     oam_sched* s;
     F f;
-    void operator()(token& t, std::span<const std::byte> in, std::uint64_t id) {
+    void operator()(token& t, std::span<const std::byte> in, std::uint64_t id,
+                    std::uint64_t stash) {
         context& ctx = t.ctx();
         const int caller = t.source();
         std::optional<std::tuple<P...>> args;
+        std::vector<std::byte> whole;  // arguments sent ahead (views into it live on this frame)
         try {
+            if (stash != 0) {
+                whole = rpc_take_stash(s, caller, stash);
+                in = whole;
+            }
             serial_reader r(in);
             args.emplace(std::tuple<P...>{serializer<P>::read(r)...});
         } catch (...) {
@@ -255,9 +264,13 @@ struct rpc_send<type_list<P...>, A...> {
             std::vector<std::byte> buf;
             serial_writer w(buf);
             (serializer<P>::write(w, P(std::forward<A>(a))), ...);
-            if (buf.size() > ctx.max_medium()) rpc_too_large(ctx, name, buf.size(), "arguments");
-            ctx.request(rank, am::handler<category::medium, std::uint64_t>{index},
-                        std::span<const std::byte>(buf), id);
+            const am::handler<category::medium, std::uint64_t, std::uint64_t> h{index};
+            if (buf.size() <= ctx.max_medium()) {
+                ctx.request(rank, h, std::span<const std::byte>(buf), id, std::uint64_t{0});
+            } else {
+                const std::uint64_t key = rpc_stash(ctx, rank, buf, name);
+                ctx.request(rank, h, std::span<const std::byte>{}, id, key);
+            }
         }
     }
 };

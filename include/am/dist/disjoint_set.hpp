@@ -43,8 +43,10 @@ class disjoint_set : public object_base {
     void async_union(const T& a, const T& b) {
         if (b < a) {
             link(a, b);
-        } else {
+        } else if (a < b) {
             link(b, a);
+        } else {
+            insert(a);  // a set of its own
         }
     }
     /// Collective: points every item at its set's representative (after a barrier).

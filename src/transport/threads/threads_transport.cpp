@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <latch>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -185,14 +186,26 @@ int launch(const config& cfg, const rank_body& body) {
     std::vector<int> status(static_cast<std::size_t>(p.ranks), 0);
     watch ranks(mem.data(), p.ranks);
     const running_job job;
+    // The ranks start once every thread exists: thousands of ranks already waiting (yielding
+    // and sleeping in their first barrier) starved the launching thread, and creating 4096
+    // threads then took minutes instead of a second.
+    std::latch created(1);
+    struct open_gate {
+        std::latch& l;
+        ~open_gate() { l.count_down(); }
+    };
     const auto run = [&](int r) {
+        if (r != 0) created.wait();
         const rank_thread self(r);
         status[static_cast<std::size_t>(r)] = run_one(mem.data(), r, cfg.faults, body);
         ranks.returned(r, status[static_cast<std::size_t>(r)]);
     };
     std::vector<std::thread> threads;
     threads.reserve(status.size());
-    for (int r = 1; r < p.ranks; ++r) threads.emplace_back(run, r);
+    {
+        const open_gate gate{created};  // also when creating a thread throws
+        for (int r = 1; r < p.ranks; ++r) threads.emplace_back(run, r);
+    }
     run(0);
     for (std::thread& t : threads) t.join();
     for (int s : status) {
