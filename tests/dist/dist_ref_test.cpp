@@ -573,7 +573,7 @@ void dist_ref_ds_case(am::context& ctx, int ops, std::uint64_t salt, std::uint64
         for (int j = 0; j < ops; ++j) {
             const std::uint64_t d = dist_ref_draw(salt, r, 0, j);
             const T a = dist_ref_make<T>((d >> 8) % items);
-            // Never a == b: async_union(a, a) is dist_fail.disjoint_set_self_union_adds_the_item.
+            // Never a == b: async_union(a, a) is dist_bugs.disjoint_set_self_union_adds_the_item.
             const std::uint64_t ai = (d >> 8) % items, bi = (d >> 32) % items;
             const T b = dist_ref_make<T>(ai == bi ? (bi + 1) % items : bi);
             if (d % 5 == 0) {
