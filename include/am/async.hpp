@@ -26,8 +26,8 @@
 ///   the calls of one team — returns once every call sent before it, and every call those
 ///   made, has run.
 ///
-/// Thread-safety: as `context::request`. Calls from one rank to one destination run in the
-/// order they were made unless one of them was larger than a message.
+/// Thread-safety: as `context::request`. Calls from one rank to one destination, counted on one
+/// team, run in the order they were made (large ones too: their fragments travel in that order).
 #pragma once
 
 #include <am/context.hpp>

@@ -1,17 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Tests that show bugs of am::async / am::dist (they fail until the library is fixed), on
-// threads and shm only (on mpi one failing test fails the run of every test of its job).
+// Regression tests of bugs the suite found in am::async / am::dist, on threads and shm (on mpi
+// one failing test fails the run of every test of its job):
 //
-// - one_senders_calls_run_in_order: <am/async.hpp> promises that calls from one rank to one
-//   destination run in the order they were made unless one of them was larger than a message.
-//   Two ranks send each other 100000 small calls carrying a sequence number: some arrive
-//   after later ones (whole batches swapped; every call still runs exactly once).
-// - disjoint_set_self_union_adds_the_item: async_union(a, b) "joins the sets of a and b
-//   (adding them first when absent)"; async_union(a, a) adds nothing (merge returns at
-//   hi == lo before parent_of(hi)).
-// - container_on_a_team_without_this_rank: <am/dist/object.hpp> says creation "throws
-//   errc::bad_context ... on a team this rank is not a member of"; it throws
-//   errc::invalid_argument from am::coll::team::ctx, naming no container.
+// - one_senders_calls_run_in_order: calls from one rank to one destination run in the order
+//   they were made. Two ranks send each other 100000 small calls carrying a sequence number;
+//   a send that waited for room once let a newer batch overtake an older one.
+// - disjoint_set_self_union_adds_the_item: async_union(a, a) adds a.
+// - container_on_a_team_without_this_rank: creation throws errc::bad_context naming the
+//   container.
 #include "support/expect.hpp"
 #include "support/spmd.hpp"
 
@@ -24,7 +20,7 @@ namespace {
 
 using am_test::spmd_test;
 
-class dist_bugs : public spmd_test {};
+class dist_order : public spmd_test {};
 
 std::atomic<std::uint64_t> dist_fail_next[2], dist_fail_bad[2], dist_fail_runs[2];
 
@@ -37,7 +33,7 @@ struct dist_fail_seq {
     }
 };
 
-TEST_P(dist_bugs, one_senders_calls_run_in_order) {
+TEST_P(dist_order, one_senders_calls_run_in_order) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int me = ctx.rank();
                   const auto m = static_cast<std::size_t>(me);
@@ -57,7 +53,7 @@ TEST_P(dist_bugs, one_senders_calls_run_in_order) {
               0);
 }
 
-TEST_P(dist_bugs, disjoint_set_self_union_adds_the_item) {
+TEST_P(dist_order, disjoint_set_self_union_adds_the_item) {
     ASSERT_EQ(run([](am::context& ctx) {
                   am::dist::disjoint_set<std::uint64_t> ds(ctx);
                   if (ctx.rank() == 0) ds.async_union(5, 5);
@@ -67,7 +63,7 @@ TEST_P(dist_bugs, disjoint_set_self_union_adds_the_item) {
               0);
 }
 
-TEST_P(dist_bugs, container_on_a_team_without_this_rank) {
+TEST_P(dist_order, container_on_a_team_without_this_rank) {
     ASSERT_EQ(run([](am::context& ctx) {
                   const int me = ctx.rank();
                   const am::team w = am::coll::world(ctx);
@@ -84,6 +80,6 @@ TEST_P(dist_bugs, container_on_a_team_without_this_rank) {
               0);
 }
 
-AM_INSTANTIATE(dist_bugs, am_test::exact_params({2}, {2}, {}));
+AM_INSTANTIATE(dist_order, am_test::exact_params({2}, {2}, {}));
 
 }  // namespace
