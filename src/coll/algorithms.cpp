@@ -12,7 +12,7 @@ namespace am::coll::detail {
 namespace {
 
 int size_of(const op& o) {
-    return static_cast<int>(o.team->members.size());
+    return o.team->size();
 }
 
 // ------------------------------------------------------------------------------- barrier

@@ -52,7 +52,7 @@ const char* kind_call(std::uint8_t k) {
 
 std::string rank_text(const team_state& t, int team_rank) {
     std::string s = "rank " + std::to_string(team_rank);
-    if (t.id != 1) s += " (job rank " + std::to_string(t.members[team_rank]) + ")";
+    if (t.id != 1) s += " (job rank " + std::to_string(t.member(team_rank)) + ")";
     return s;
 }
 
@@ -112,9 +112,8 @@ coll_layer::coll_layer(context& ctx, const config& cfg)
     w->id = 1;
     w->rank = ctx.rank();
     w->name = "world";
-    w->members.resize(static_cast<std::size_t>(ctx.size()));
-    w->of_world.resize(w->members.size());
-    for (int r = 0; r < ctx.size(); ++r) w->members[r] = w->of_world[r] = r;
+    w->identity = true;  // no per-rank arrays: O(1) per rank, not O(P)
+    w->world_size = ctx.size();
     _world = std::move(w);
     core::set_deferred(ctx, [this] { return run_deferred(); });
 }
@@ -262,7 +261,7 @@ void coll_layer::on_fragment(int source, std::span<const std::byte> data, std::u
 void coll_layer::check_signature(op& o, const msg_key& k, const signature& theirs) {
     if (theirs == o.sig || o.error) return;
     const team_state& t = *o.team;
-    const int from = t.of_world[static_cast<std::size_t>(k.source)];
+    const int from = t.team_rank_of(k.source);
     const std::string what =
         std::string(o.req.call) + ": rank " + std::to_string(_rank) + ": collectives on team " +
         t.name + " do not match at its collective #" + std::to_string(o.seq) + ": " +
@@ -359,7 +358,7 @@ void coll_layer::apply(op& o, std::uint64_t offset, std::span<const std::byte> d
 
 void coll_layer::post(op& o, int team_rank, std::uint32_t step, std::span<std::byte> target,
                       bool combine, bool other_first) {
-    o.posted = sink{{o.team->id, o.seq, step, o.team->members[team_rank]},
+    o.posted = sink{{o.team->id, o.seq, step, o.team->member(team_rank)},
                     target,
                     combine,
                     other_first,
@@ -407,12 +406,12 @@ bool coll_layer::resumable(const op& o) const noexcept {
 }
 
 coll_layer::recv_awaiter coll_layer::recv(op& o, int team_rank, std::uint32_t step) {
-    return {*this, o, {o.team->id, o.seq, step, o.team->members[team_rank]}};
+    return {*this, o, {o.team->id, o.seq, step, o.team->member(team_rank)}};
 }
 
 void coll_layer::send(op& o, int team_rank, std::uint32_t step, std::span<const std::byte> data,
                       std::uint64_t aux) {
-    const int dest = o.team->members[team_rank];
+    const int dest = o.team->member(team_rank);
     const std::uint64_t seqstep = std::uint64_t{o.seq} << 32 | step;
     // Whole elements per fragment, so a posted receive can combine each fragment as it comes.
     const std::size_t chunk =
@@ -481,7 +480,7 @@ void coll_layer::check_stall(op& o) {
                        describe(o.sig) + ") has waited more than " + std::to_string(_timeout) +
                        " s (config::epoch_timeout)";
     if (o.waiting) {
-        const int from = t.of_world[static_cast<std::size_t>(o.awaited.source)];
+        const int from = t.team_rank_of(o.awaited.source);
         what += " for a message from " + rank_text(t, from) + " at step " +
                 std::to_string(o.awaited.step);
         std::string elsewhere;

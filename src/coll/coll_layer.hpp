@@ -8,6 +8,7 @@
 #include <am/coll.hpp>
 #include <am/core/layer.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
@@ -18,20 +19,41 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace am::coll::detail {
 
-/// A team as one rank sees it.
+/// A team as one rank sees it. The world team is the identity mapping and holds no arrays
+/// (every thread rank of a process has one: P ints each would be O(P²) in one process); a team
+/// from split holds its members (O(its size)). Go through member / team_rank_of / size.
 struct team_state {
     context* ctx = nullptr;
-    std::uint64_t id = 0;       // the same on every member; world is 1
-    std::vector<int> members;   // job ranks, by team rank
-    std::vector<int> of_world;  // team rank by job rank, -1 when not a member
+    std::uint64_t id = 0;      // the same on every member; world is 1
+    bool identity = false;     // the world team: team rank = job rank, `world_size` members
+    int world_size = 0;        // identity only
+    std::vector<int> members;  // job ranks, by team rank (not identity)
+    std::vector<std::pair<int, int>> by_world;  // (job rank, team rank), sorted (not identity)
     int rank = 0;
     std::string name;
     std::uint32_t next_seq = 0;  // collectives started on it
     std::uint32_t splits = 0;    // splits of it
+
+    /// Number of members.
+    [[nodiscard]] int size() const noexcept {
+        return identity ? world_size : static_cast<int>(members.size());
+    }
+    /// Job rank of member `team_rank` (in [0, size())).
+    [[nodiscard]] int member(int team_rank) const noexcept {
+        return identity ? team_rank : members[static_cast<std::size_t>(team_rank)];
+    }
+    /// Team rank of job rank `w`, -1 when it is not a member.
+    [[nodiscard]] int team_rank_of(int w) const noexcept {
+        if (identity) return w >= 0 && w < world_size ? w : -1;
+        const auto it =
+            std::lower_bound(by_world.begin(), by_world.end(), std::pair<int, int>{w, -1});
+        return it != by_world.end() && it->first == w ? it->second : -1;
+    }
 };
 
 /// A collective message's identity.

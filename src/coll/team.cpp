@@ -45,7 +45,7 @@ int team::rank() const {
     return state_of(_st, _ctx, "am::coll::team::rank").rank;
 }
 int team::size() const {
-    return static_cast<int>(state_of(_st, _ctx, "am::coll::team::size").members.size());
+    return state_of(_st, _ctx, "am::coll::team::size").size();
 }
 std::uint64_t team::id() const {
     return state_of(_st, _ctx, "am::coll::team::id").id;
@@ -59,18 +59,17 @@ std::string team::name() const {
 
 int team::world_rank(int team_rank) const {
     const detail::team_state& t = state_of(_st, _ctx, "am::coll::team::world_rank");
-    if (team_rank < 0 || team_rank >= static_cast<int>(t.members.size())) {
+    if (team_rank < 0 || team_rank >= t.size()) {
         util::fail(errc::bad_rank, "am::coll::team::world_rank", t.ctx->rank(),
                    "team rank " + std::to_string(team_rank) + " out of range [0, " +
-                       std::to_string(t.members.size()) + ") of team " + t.name);
+                       std::to_string(t.size()) + ") of team " + t.name);
     }
-    return t.members[static_cast<std::size_t>(team_rank)];
+    return t.member(team_rank);
 }
 
 int team::team_rank(int world_rank) const {
     const detail::team_state& t = state_of(_st, _ctx, "am::coll::team::team_rank");
-    if (world_rank < 0 || world_rank >= static_cast<int>(t.of_world.size())) return -1;
-    return t.of_world[static_cast<std::size_t>(world_rank)];
+    return t.team_rank_of(world_rank);
 }
 
 team team::split(int color, int key) const {
@@ -98,13 +97,15 @@ team team::split(int color, int key) const {
     st->id = child_id(parent.id, number, color);
     st->name = "split #" + std::to_string(number) + " of " + parent.name + " (color " +
                std::to_string(color) + ")";
-    st->of_world.assign(parent.of_world.size(), -1);
+    st->members.reserve(group.size());
+    st->by_world.reserve(group.size());
     for (const auto& [k, pr] : group) {
-        const int w = parent.members[static_cast<std::size_t>(pr)];
-        st->of_world[static_cast<std::size_t>(w)] = static_cast<int>(st->members.size());
+        const int w = parent.member(pr);
+        st->by_world.emplace_back(w, static_cast<int>(st->members.size()));
         st->members.push_back(w);
     }
-    st->rank = st->of_world[static_cast<std::size_t>(parent.ctx->rank())];
+    std::sort(st->by_world.begin(), st->by_world.end());
+    st->rank = st->team_rank_of(parent.ctx->rank());
     return team{std::move(st)};
 }
 
