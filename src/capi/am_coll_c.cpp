@@ -1,16 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The C API of collectives and teams (am/am_coll.h) over am::coll.
-#include "capi_common.hpp"
-
-#include <am/am_coll.h>
-#include <am/coll.hpp>
+#include "capi_coll.hpp"
 
 #include <cstring>
-
-struct am_coll_team {
-    am::coll::team cxx;
-    am_context* ctx;
-};
 
 namespace {
 

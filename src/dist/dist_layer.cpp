@@ -55,7 +55,7 @@ void record_abort(dist_layer& d, const record_out& o) noexcept {
 /// Locks the layer's state only when another thread may run this rank's handlers.
 class dist_layer::guard {
   public:
-    explicit guard(const dist_layer& l) : _m(l._locking ? &l._mutex : nullptr) {
+    explicit guard(const dist_layer& l) : _m(l.locking() ? &l._mutex : nullptr) {
         if (_m != nullptr) _m->lock();
     }
     ~guard() {
@@ -74,8 +74,7 @@ dist_layer::dist_layer(context& ctx, const config& cfg)
       _batch(ctx.max_medium()),
       _max_bytes(cfg.max_payload),
       _h_batch(ctx.handler<&dist::batch>()),
-      _h_fragment(ctx.handler<&dist::fragment>()),
-      _locking(core::locking(ctx)) {
+      _h_fragment(ctx.handler<&dist::fragment>()) {
     core::set_deferred(ctx, [this] { return run_deferred(); });
 }
 
@@ -124,7 +123,8 @@ record_out dist_layer::open(std::uint64_t team, int dest, std::uint64_t fn, cons
                                         " ranks");
     }
     core::check_thread(_ctx, call);
-    if (_locking) _mutex.lock();  // held until close or abort
+    const bool locked = locking();
+    if (locked) _mutex.lock();  // held until close or abort
     out_buffer& b = buffer(team, dest);
     if (b.bytes.empty()) {
         if (!_spare.empty()) {
@@ -138,7 +138,7 @@ record_out dist_layer::open(std::uint64_t team, int dest, std::uint64_t fn, cons
     const record_header h{fn, 0};
     const auto* hb = reinterpret_cast<const std::byte*>(&h);
     b.bytes.insert(b.bytes.end(), hb, hb + sizeof h);
-    return {&b.bytes, start, &b};
+    return {&b.bytes, start, &b, locked};
 }
 
 void dist_layer::truncate(const record_out& o) noexcept {
@@ -149,7 +149,7 @@ void dist_layer::truncate(const record_out& o) noexcept {
 
 void dist_layer::abort(const record_out& o) noexcept {
     truncate(o);
-    if (_locking) _mutex.unlock();
+    if (o.locked) _mutex.unlock();
 }
 
 // Takes b's records out as one message (header written) and leaves b empty.
@@ -180,7 +180,7 @@ void dist_layer::unlist(out_buffer& b) noexcept {
 void dist_layer::close(const record_out& o, const char* call) {
     {
         std::unique_lock<std::recursive_mutex> held;
-        if (_locking) held = std::unique_lock<std::recursive_mutex>(_mutex, std::adopt_lock);
+        if (o.locked) held = std::unique_lock<std::recursive_mutex>(_mutex, std::adopt_lock);
         auto& b = *static_cast<out_buffer*>(o.slot);
         const std::size_t args = b.bytes.size() - o.start - sizeof(record_header);
         if (args > _max_bytes) {

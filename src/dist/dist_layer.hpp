@@ -82,6 +82,9 @@ class dist_layer final : public core::layer {
 
   private:
     class guard;
+    /// Whether another thread may run this rank's handlers now (a progress thread starts after
+    /// the layers are made, so this is asked each time).
+    [[nodiscard]] bool locking() const noexcept { return core::locking(_ctx); }
     struct team_counts;
     struct out_buffer {
         std::vector<std::byte> bytes;  // batch_header, then records
@@ -135,7 +138,6 @@ class dist_layer final : public core::layer {
     handler<category::medium, std::uint64_t, std::uint64_t, std::uint64_t> _h_fragment;
 
     mutable std::recursive_mutex _mutex;  // taken only when core::locking
-    bool _locking;
     // Batches being filled, by (team, dest); the list of those holding records.
     std::vector<out_buffer*> _filled;
     std::vector<std::vector<std::byte>> _spare;

@@ -111,6 +111,32 @@ TEST_P(dist, disjoint_set_components) {
     EXPECT_EQ(rc, 0);
 }
 
+// With a progress thread handlers run on a second thread from the start of the rank: the layer
+// must lock from then on (it once read the setting before the thread started and never locked:
+// double frees and lost records in 6 of 20 runs of this shape).
+TEST_P(dist, progress_thread_large_and_small_records) {
+    const int rc = run(
+        [](am::context& ctx) {
+            const am::team w = am::coll::world(ctx);
+            am::dist::map<std::string, std::string> m(w);
+            const std::string r = std::to_string(ctx.rank());
+            for (int k = 0; k < 20; ++k) {
+                m.insert_or_assign(r + "k" + std::to_string(k) + std::string(100000, 'x'),
+                                   std::string(70000, 'v'));
+            }
+            for (int k = 0; k < 3000; ++k) m.insert_or_assign(r + "s" + std::to_string(k), "v");
+            EXPECT_EQ(m.size(), 3020u * static_cast<std::size_t>(ctx.size()));
+            std::size_t big = 0;
+            m.for_all([&](const std::string& k, const std::string& v) {
+                if (k.size() > 100000) big += v.size() == 70000 ? 1 : 0;
+            });
+            EXPECT_EQ(am::coll::allreduce(w, big, am::coll::sum{}),
+                      20u * static_cast<std::size_t>(ctx.size()));
+        },
+        [](am::config& cfg) { cfg.progress_thread = true; });
+    EXPECT_EQ(rc, 0);
+}
+
 AM_INSTANTIATE(dist, am_test::make_params({1, 2, 3, 5}, {1, 2, 3}));
 
 }  // namespace

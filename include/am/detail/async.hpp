@@ -45,7 +45,8 @@ dist_layer& dist_of(context& ctx, const char* call);
 struct record_out {
     std::vector<std::byte>* bytes;
     std::size_t start;
-    void* slot;  // the layer's buffer
+    void* slot;   // the layer's buffer
+    bool locked;  // the layer's lock is held until close or abort
 };
 /// Opens a record of function `fn` to job rank `dest`, counted on team `team` (1 = world):
 /// the arguments are then written at the end of `*bytes` (16-byte aligned). Checks `dest`.
