@@ -9,13 +9,13 @@
 namespace am::dist {
 
 void batch(token& t, std::span<const std::byte> data) {
-    core::get<detail::dist_layer>(t.ctx(), detail::dist_layer::key, "am::async")
+    core::get<am::detail::dist_layer>(t.ctx(), am::detail::dist_layer::key, "am::async")
         .on_batch(t.source(), data);
 }
 
 void fragment(token& t, std::span<const std::byte> data, std::uint64_t id, std::uint64_t total,
               std::uint64_t offset) {
-    core::get<detail::dist_layer>(t.ctx(), detail::dist_layer::key, "am::async")
+    core::get<am::detail::dist_layer>(t.ctx(), am::detail::dist_layer::key, "am::async")
         .on_fragment(t.source(), data, id, total, offset);
 }
 
@@ -432,6 +432,7 @@ void dist_layer::barrier(const coll::team& t) {
     const std::uint64_t team = t.id();
     std::uint64_t last[2] = {~0ull, 0};
     for (;;) {
+        flush_holding(team);
         flush(team);
         team_counts& c = counts(team);
         const std::uint64_t mine[2] = {c.sent.load(std::memory_order_relaxed),
@@ -457,6 +458,34 @@ std::uint32_t dist_layer::next_object(std::uint64_t team) {
 void dist_layer::add_object(std::uint64_t team, std::uint32_t number, void* obj, const char* type) {
     guard g(*this);
     _objects[{team, number}] = {obj, type};
+}
+
+void dist_layer::hold(dist::object_base* o) {
+    guard g(*this);
+    _holding.push_back(o);
+}
+
+void dist_layer::unhold(dist::object_base* o) noexcept {
+    guard g(*this);
+    _holding.erase(std::remove(_holding.begin(), _holding.end(), o), _holding.end());
+}
+
+// The team's objects that combine operations locally send them (on the rank's own thread).
+void dist_layer::flush_holding(std::uint64_t team) {
+    std::vector<dist::object_base*> now;
+    {
+        guard g(*this);
+        for (std::size_t i = 0; i < _holding.size();) {
+            if (_holding[i]->ref().team == team) {
+                now.push_back(_holding[i]);
+                _holding[i] = _holding.back();
+                _holding.pop_back();
+            } else {
+                ++i;
+            }
+        }
+    }
+    for (dist::object_base* o : now) o->flush_local();
 }
 
 void dist_layer::remove_object(std::uint64_t team, std::uint32_t number) noexcept {

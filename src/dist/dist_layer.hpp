@@ -8,6 +8,7 @@
 #include <am/coll.hpp>
 #include <am/core/layer.hpp>
 #include <am/detail/async.hpp>
+#include <am/dist/object.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -72,6 +73,9 @@ class dist_layer final : public core::layer {
     void remove_object(std::uint64_t team, std::uint32_t number) noexcept;
     /// The object, or throws errc::bad_context naming `call` when this rank has none.
     void* object(std::uint64_t team, std::uint32_t number, const char* type, const char* call);
+    /// An object that combines operations locally holds some: the team's barrier flushes it.
+    void hold(dist::object_base* o);
+    void unhold(dist::object_base* o) noexcept;
 
     void on_batch(int source, std::span<const std::byte> data);
     void on_fragment(int source, std::span<const std::byte> data, std::uint64_t id,
@@ -129,6 +133,7 @@ class dist_layer final : public core::layer {
     void run_record(int source, std::uint64_t fn, std::span<const std::byte> args);
     [[noreturn]] void fail(std::string what) const;
     std::size_t run_deferred();
+    void flush_holding(std::uint64_t team);
 
     context& _ctx;
     int _rank;
@@ -146,6 +151,7 @@ class dist_layer final : public core::layer {
     std::unordered_map<std::uint64_t, std::unique_ptr<team_counts>> _teams;
     std::map<std::pair<int, std::uint64_t>, assembly> _assembling;  // by (source, id)
     std::map<object_key, object_entry> _objects;
+    std::vector<dist::object_base*> _holding;  // objects with operations combined locally
     // The object the last record named (records of one batch mostly name one).
     object_key _last_key{0, 0};
     object_entry _last{nullptr, nullptr};

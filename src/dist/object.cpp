@@ -56,7 +56,17 @@ void object_base::retire() noexcept {
     _layer->remove_object(_ref.team, _ref.number);
 }
 
-object_base::~object_base() = default;
+object_base::~object_base() {
+    _layer->unhold(this);
+}
+
+void object_base::hold() {
+    _layer->hold(this);
+}
+
+bool object_base::in_handler() const noexcept {
+    return core::in_handler(_team.ctx());
+}
 
 namespace detail {
 void* lookup(context& ctx, const object_ref& r, const char* type, const char* call) {

@@ -73,13 +73,20 @@ class object_base {
     /// Takes the object's number on team `t` (collective: every member creates the team's
     /// objects in the same order). Not reachable until `publish`.
     object_base(const coll::team& t, const char* type, const char* call);
-    ~object_base();
+    virtual ~object_base();
     /// Makes `self` (the derived object, fully constructed) reachable and waits for every member
     /// to do so (a team barrier): the end of every derived constructor.
     void publish(void* self);
     /// Waits for the team's operations in flight and makes the object unreachable: the start
     /// of every derived destructor (skipped while an exception unwinds or the job failed).
     void retire() noexcept;
+    /// For a container that combines operations locally (counting_set): from now until its
+    /// `flush_local` runs, `am::dist::barrier` of the team calls `flush_local` first.
+    void hold();
+    /// Sends what the container combined locally (called by the team's barrier after `hold`).
+    virtual void flush_local() {}
+    /// True inside a handler of this rank (local combining is for the rank's own code).
+    [[nodiscard]] bool in_handler() const noexcept;
     /// Sends a record of `F` to team rank `dest`, counted on the team.
     template <class F, class... A>
     void send(int dest, const char* call, A&&... a) const {
@@ -88,6 +95,7 @@ class object_base {
     }
 
   private:
+    friend class am::detail::dist_layer;  // calls flush_local
     coll::team _team;
     am::detail::dist_layer* _layer;
     object_ref _ref{};

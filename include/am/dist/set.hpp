@@ -107,10 +107,30 @@ class counting_set : public object_base {
     explicit counting_set(context& ctx) : counting_set(coll::world(ctx)) {}
 
     [[nodiscard]] int owner(const K& k) const { return detail::owner_of<Hash>(k, team().size()); }
-    /// Adds `n` to `k`'s count at its owner.
+    /// Adds `n` to `k`'s count at its owner. From the rank's own code, adds are combined
+    /// first in a cache of `cache_slots` keys on this rank (AM++'s combining: a frequent key
+    /// travels once per eviction, not once per add); the team's barrier sends what it holds.
     void add(const K& k, std::uint64_t n = 1) {
-        this->template send<bump>(owner(k), "am::dist::counting_set::add", k, n);
+        if (in_handler()) {  // a handler may run on another thread: no shared cache
+            this->template send<bump>(owner(k), "am::dist::counting_set::add", k, n);
+            return;
+        }
+        slot& s = _cache[static_cast<std::size_t>(Hash{}(k)) % cache_slots];
+        if (s.used) {
+            if (s.key == k) {
+                s.count += n;
+                return;
+            }
+            this->template send<bump>(owner(s.key), "am::dist::counting_set::add", s.key, s.count);
+        } else if (_cached++ == 0) {
+            hold();
+        }
+        s.key = k;
+        s.count = n;
+        s.used = true;
     }
+    /// Keys the cache of `add` holds at most.
+    static constexpr std::size_t cache_slots = 1024;
     /// Calls `f(key, count)` for every key this rank keeps.
     template <class F>
     void for_all(F&& f) const {
@@ -185,6 +205,21 @@ class counting_set : public object_base {
     }
 
   private:
+    struct slot {
+        K key{};
+        std::uint64_t count = 0;
+        bool used = false;
+    };
+    void flush_local() override {
+        for (slot& s : _cache) {
+            if (!s.used) continue;
+            s.used = false;
+            this->template send<bump>(owner(s.key), "am::dist::counting_set::add", s.key, s.count);
+        }
+        _cached = 0;
+    }
+    std::vector<slot> _cache = std::vector<slot>(cache_slots);
+    std::size_t _cached = 0;
     static std::vector<std::pair<K, std::uint64_t>> best(std::vector<std::pair<K, std::uint64_t>> v,
                                                          std::size_t n) {
         auto before = [](const auto& a, const auto& b) {
