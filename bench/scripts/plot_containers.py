@@ -113,40 +113,40 @@ def points_of(rows, tp, p):
                   key=lambda k: (order(k[0]), k[1]))
 
 
-def plot_rates(plt, rows, path):
+def plot(plt, rows, path, series_of, ylabel, title, lines=()):
+    """One panel per (transport, ranks): grouped bars of series_of(tp, p, points) over the am
+    points (op, key bytes), horizontal lines at `lines`."""
     f, cells = panels(plt, rows)
     if f is None:
         return False
     for ax, (tp, p) in cells:
         pts = points_of(rows, tp, p)
-        series = []
-        for system, label in SYSTEMS:
-            kw = {"transport": tp} if system == "am" else {}
-            series.append((label, [benchjson.one(rows, system=system, ranks=p, op=op, bytes=b,
-                                                 metric="ops_per_s", **kw) for op, b in pts]))
-        bars(ax, [f"{op} {b} B" for op, b in pts], series, "operations/s (all ranks)",
-             f"am on {tp}, {p} ranks (whiskers: min-max)")
+        bars(ax, [f"{op} {b} B" for op, b in pts], series_of(tp, p, pts), ylabel,
+             title.format(tp=tp, p=p))
+        for y, color in lines:
+            ax.axhline(y, color=color, lw=0.8, ls="-" if y == 1.0 else "--")
     benchplot.save(plt, f, path)
     return True
 
 
-def plot_ratios(plt, rows, path):
-    f, cells = panels(plt, rows)
-    if f is None:
-        return False
-    for ax, (tp, p) in cells:
-        pts = points_of(rows, tp, p)
-        series = [(label, [benchjson.one(rows, system=system, transport=tp, ranks=p, op=op,
-                                         bytes=b, metric=metric) for op, b in pts])
-                  for (system, metric), label in ((MPI_RATIO, "am / MPI_Alltoallv"),
-                                                  (STD_RATIO, "am per rank / std, 1 thread"))]
-        bars(ax, [f"{op} {b} B" for op, b in pts], series, "ratio (> 1: am faster)",
-             f"am on {tp}, {p} ranks")
-        ax.axhline(1.0, color="black", lw=0.8)
-        ax.axhline(2.0, color="tab:blue", lw=0.6, ls="--")
-        ax.axhline(1 / 1.5, color="tab:orange", lw=0.6, ls="--")
-    benchplot.save(plt, f, path)
-    return True
+def rate_series(rows):
+    """ops/s of am (on the panel's transport), of the MPI batch and of std, per point."""
+    def of(tp, p, pts):
+        return [(label, [benchjson.one(rows, system=system, ranks=p, op=op, bytes=b,
+                                       metric="ops_per_s",
+                                       **({"transport": tp} if system == "am" else {}))
+                         for op, b in pts]) for system, label in SYSTEMS]
+    return of
+
+
+def ratio_series(rows):
+    """am/MPI and am per rank/std, per point."""
+    def of(tp, p, pts):
+        return [(label, [benchjson.one(rows, system=system, transport=tp, ranks=p, op=op,
+                                       bytes=b, metric=metric) for op, b in pts])
+                for (system, metric), label in ((MPI_RATIO, "am / MPI_Alltoallv"),
+                                                (STD_RATIO, "am per rank / std, 1 thread"))]
+    return of
 
 
 def main():
@@ -169,8 +169,11 @@ def main():
         return 2
     os.makedirs(a.out, exist_ok=True)
     path = lambda name: os.path.join(a.out, f"{name}.png")  # noqa: E731
-    drawn = {"rates": plot_rates(plt, rows, path("rates")),
-             "ratios": plot_ratios(plt, rows, path("ratios"))}
+    drawn = {"rates": plot(plt, rows, path("rates"), rate_series(rows), "operations/s (all ranks)",
+                           "am on {tp}, {p} ranks (whiskers: min-max)"),
+             "ratios": plot(plt, rows, path("ratios"), ratio_series(rows),
+                            "ratio (> 1: am faster)", "am on {tp}, {p} ranks",
+                            ((1.0, "black"), (2.0, "tab:blue"), (1 / 1.5, "tab:orange")))}
     return benchplot.expected("plot_containers.py", a.expect, drawn, path)
 
 
