@@ -29,6 +29,12 @@
 //                             thread's ops/s (the "per core" figure)
 // (The names fit the fields of bench/lib/report.hpp's result: system 15 characters, metric 23.)
 //
+// Instructions per operation (callgrind; both ranks are threads of one process):
+//   valgrind --tool=callgrind --toggle-collect='*point::timed*' containers_bench --transport
+//       threads --ranks 2 --ops map_insert --keys 8 --dist uniform --n 100000 --reps 1
+//       --no-baseline
+// then the total over 2 ranks x 2 repetitions (one warm-up) x n.
+//
 // Checked, untimed, on the last am repetition: counting_set's counts, visit's sums and the
 // bag's items add up to ranks x n; a wrong total fails the run.
 #include "dist/dist_bench.hpp"
@@ -74,9 +80,11 @@ struct point {
     [[nodiscard]] double slowest(double s) const {
         return am::coll::allreduce(world, s, am::coll::max{});
     }
-    /// A team barrier, `body()`, then `c.barrier()`: the slowest rank's seconds.
+    /// A team barrier, `body()`, then `c.barrier()`: the slowest rank's seconds. Not inlined, so
+    /// that callgrind can count what it runs alone (--toggle-collect='*point::timed*'): the
+    /// operations, the handlers they run on this rank, the barrier.
     template <class C, class Body>
-    double timed(C& c, Body&& body) const {
+    [[gnu::noinline]] double timed(C& c, Body&& body) const {
         am::coll::barrier(world);
         const auto t0 = bench_clock::now();
         body();
