@@ -45,7 +45,9 @@ std::string generated_text(int lines) {
             x = x * 6364136223846793005ull + 1442695040888963407ull;
             const auto u = static_cast<double>(x >> 11) / 9007199254740992.0;
             const int i = static_cast<int>(50.0 * u * u * u);
-            text += "w" + std::to_string(i) + (k == 7 ? "\n" : " ");
+            text += 'w';
+            text += std::to_string(i);
+            text += k == 7 ? '\n' : ' ';
         }
     }
     return text;

@@ -136,8 +136,8 @@ record_out dist_layer::open(std::uint64_t team, int dest, std::uint64_t fn, cons
     }
     const std::size_t start = b.bytes.size();
     const record_header h{fn, 0};
-    const auto* hb = reinterpret_cast<const std::byte*>(&h);
-    b.bytes.insert(b.bytes.end(), hb, hb + sizeof h);
+    b.bytes.resize(start + sizeof h);
+    std::memcpy(b.bytes.data() + start, &h, sizeof h);
     return {&b.bytes, start, &b, locked};
 }
 
@@ -202,7 +202,9 @@ void dist_layer::close(const record_out& o, const char* call) {
             b.bytes.resize(o.start);
             enqueue({b.dest, detach(b), false});
             b.bytes.resize(sizeof(batch_header));
-            b.bytes.insert(b.bytes.end(), tail.begin(), tail.end());
+            const std::size_t at = b.bytes.size();
+            b.bytes.resize(at + tail.size());
+            std::memcpy(b.bytes.data() + at, tail.data(), tail.size());
         }
         ++b.records;
         if (b.bytes.size() > _batch) {
