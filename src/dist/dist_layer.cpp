@@ -52,22 +52,6 @@ void record_abort(dist_layer& d, const record_out& o) noexcept {
     d.abort(o);
 }
 
-/// Locks the layer's state only when another thread may run this rank's handlers.
-class dist_layer::guard {
-  public:
-    explicit guard(const dist_layer& l) : _m(l.locking() ? &l._mutex : nullptr) {
-        if (_m != nullptr) _m->lock();
-    }
-    ~guard() {
-        if (_m != nullptr) _m->unlock();
-    }
-    guard(const guard&) = delete;
-    guard& operator=(const guard&) = delete;
-
-  private:
-    std::recursive_mutex* _m;
-};
-
 dist_layer::dist_layer(context& ctx, const config& cfg)
     : _ctx(ctx),
       _rank(ctx.rank()),
@@ -231,7 +215,7 @@ void dist_layer::enqueue(outgoing&& m) {
 // destination leave in the order their records were made.
 std::size_t dist_layer::drain() {
     {
-        guard g(*this);
+        const auto g = lock();
         if (_sending) return 0;
         _sending = true;
     }
@@ -239,7 +223,7 @@ std::size_t dist_layer::drain() {
     for (;;) {
         outgoing m;
         {
-            guard g(*this);
+            const auto g = lock();
             if (_outq.empty()) {
                 _sending = false;
                 return sent;
@@ -250,13 +234,13 @@ std::size_t dist_layer::drain() {
         try {
             transmit(m);
         } catch (...) {
-            guard g(*this);
+            const auto g = lock();
             _sending = false;
             core::add_pending(_ctx, -1);
             throw;
         }
         ++sent;
-        guard g(*this);
+        const auto g = lock();
         core::add_pending(_ctx, -1);
         if (_spare.size() < 8 && m.bytes.capacity() <= 2 * _batch) {
             m.bytes.clear();
@@ -278,7 +262,7 @@ void dist_layer::transmit(const outgoing& m) {
 void dist_layer::send_large(int dest, const std::vector<std::byte>& bytes) {
     std::uint64_t id = 0;
     {
-        guard g(*this);
+        const auto g = lock();
         ++_large;
         id = _next_large++;
     }
@@ -292,7 +276,7 @@ void dist_layer::send_large(int dest, const std::vector<std::byte>& bytes) {
 
 std::size_t dist_layer::flush(std::uint64_t team) {
     {
-        guard g(*this);
+        const auto g = lock();
         std::size_t kept = 0;
         for (out_buffer* b : _filled) {
             if (!b->listed) continue;  // sent since it was listed
@@ -369,7 +353,7 @@ void dist_layer::run_batch(int source, std::span<const std::byte> data) {
 void dist_layer::run_record(int source, std::uint64_t fn, std::span<const std::byte> args) {
     const async_fn_info* info = nullptr;
     {
-        guard g(*this);
+        const auto g = lock();
         if (fn == _last_fn && _last_info != nullptr) {
             info = _last_info;
         } else {
@@ -403,7 +387,7 @@ void dist_layer::on_fragment(int source, std::span<const std::byte> data, std::u
                              std::uint64_t total, std::uint64_t offset) {
     std::vector<std::byte> whole;
     {
-        guard g(*this);
+        const auto g = lock();
         auto& a = _assembling[{source, id}];
         if (a.bytes.empty()) {
             try {
@@ -453,22 +437,22 @@ void dist_layer::barrier(const coll::team& t) {
 // ---------------------------------------------------------------------------------- objects
 
 std::uint32_t dist_layer::next_object(std::uint64_t team) {
-    guard g(*this);
+    const auto g = lock();
     return ++counts(team).objects;
 }
 
 void dist_layer::add_object(std::uint64_t team, std::uint32_t number, void* obj, const char* type) {
-    guard g(*this);
+    const auto g = lock();
     _objects[{team, number}] = {obj, type};
 }
 
 void dist_layer::hold(dist::object_base* o) {
-    guard g(*this);
+    const auto g = lock();
     _holding.push_back(o);
 }
 
 void dist_layer::unhold(dist::object_base* o) noexcept {
-    guard g(*this);
+    const auto g = lock();
     _holding.erase(std::remove(_holding.begin(), _holding.end(), o), _holding.end());
 }
 
@@ -476,7 +460,7 @@ void dist_layer::unhold(dist::object_base* o) noexcept {
 void dist_layer::flush_holding(std::uint64_t team) {
     std::vector<dist::object_base*> now;
     {
-        guard g(*this);
+        const auto g = lock();
         for (std::size_t i = 0; i < _holding.size();) {
             if (_holding[i]->ref().team == team) {
                 now.push_back(_holding[i]);
@@ -491,14 +475,14 @@ void dist_layer::flush_holding(std::uint64_t team) {
 }
 
 void dist_layer::remove_object(std::uint64_t team, std::uint32_t number) noexcept {
-    guard g(*this);
+    const auto g = lock();
     _objects.erase({team, number});
     _last = {nullptr, nullptr};
 }
 
 void* dist_layer::object(std::uint64_t team, std::uint32_t number, const char* type,
                          const char* call) {
-    guard g(*this);
+    const auto g = lock();
     if (_last.obj != nullptr && _last_key == object_key{team, number} && _last.type == type) {
         return _last.obj;
     }

@@ -8,7 +8,9 @@
 #include <am/coll.hpp>
 #include <am/core/layer.hpp>
 #include <am/detail/async.hpp>
+
 #include <am/dist/object.hpp>
+#include "../util/maybe_lock.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -85,10 +87,13 @@ class dist_layer final : public core::layer {
     [[nodiscard]] std::string report() const override;
 
   private:
-    class guard;
     /// Whether another thread may run this rank's handlers now (a progress thread starts after
     /// the layers are made, so this is asked each time).
     [[nodiscard]] bool locking() const noexcept { return core::locking(_ctx); }
+    /// The layer's lock, taken only when locking().
+    [[nodiscard]] util::maybe_lock<std::recursive_mutex> lock() const {
+        return {_mutex, locking()};
+    }
     struct team_counts;
     struct out_buffer {
         std::vector<std::byte> bytes;  // batch_header, then records

@@ -7,9 +7,11 @@
 
 namespace am::util {
 
+/// Any lockable: std::mutex (the usual), std::recursive_mutex (a layer whose handlers re-enter).
+template <class M = std::mutex>
 class maybe_lock {
   public:
-    maybe_lock(std::mutex& m, bool on) : _m(on ? &m : nullptr) {
+    maybe_lock(M& m, bool on) : _m(on ? &m : nullptr) {
         if (_m) _m->lock();
     }
     ~maybe_lock() {
@@ -19,7 +21,7 @@ class maybe_lock {
     maybe_lock& operator=(const maybe_lock&) = delete;
 
   private:
-    std::mutex* _m;
+    M* _m;
 };
 
 }  // namespace am::util
