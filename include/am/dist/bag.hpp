@@ -42,15 +42,11 @@ class bag : public object_base {
     [[nodiscard]] std::size_t local_size() const noexcept { return _local.size(); }
     /// Collective: items on the team (after a barrier).
     [[nodiscard]] std::size_t size() {
-        barrier();
-        return static_cast<std::size_t>(
-            coll::allreduce(team(), std::uint64_t{_local.size()}, coll::sum{}));
+        return team_sum([&] { return _local.size(); });
     }
     /// Collective: removes every item (after a barrier).
     void clear() {
-        barrier();
-        _local.clear();
-        coll::barrier(team());
+        team_clear([&] { _local.clear(); });
     }
     /// Collective: every item on team rank `root` (empty elsewhere), after a barrier.
     [[nodiscard]] std::vector<T> gather(int root) {

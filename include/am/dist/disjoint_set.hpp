@@ -76,9 +76,7 @@ class disjoint_set : public object_base {
     [[nodiscard]] std::size_t local_size() const noexcept { return _parent.size(); }
     /// Collective: items on the team (after a barrier).
     [[nodiscard]] std::size_t size() {
-        barrier();
-        return static_cast<std::size_t>(
-            coll::allreduce(team(), std::uint64_t{_parent.size()}, coll::sum{}));
+        return team_sum([&] { return _parent.size(); });
     }
     /// Collective: the number of sets (after a barrier).
     [[nodiscard]] std::size_t num_sets() {
@@ -90,23 +88,8 @@ class disjoint_set : public object_base {
     /// Collective: every (item, parent) on team rank `root`, after all_compress.
     [[nodiscard]] std::vector<std::pair<T, T>> gather(int root) {
         all_compress();
-        std::vector<std::byte> packed;
-        serial_writer w(packed);
-        am::detail::write_length(w, _parent.size());
-        for (const auto& [item, parent] : _parent) {
-            serializer<T>::write(w, item);
-            serializer<T>::write(w, parent);
-        }
-        std::vector<std::pair<T, T>> out;
-        for (const auto& part : coll::gather(team(), packed, root)) {
-            serial_reader r(part);
-            const std::size_t n = am::detail::read_length(r);
-            for (std::size_t i = 0; i < n; ++i) {
-                T item = serializer<T>::read(r);
-                out.emplace_back(std::move(item), serializer<T>::read(r));
-            }
-        }
-        return out;
+        return detail::unpack_pairs<T, T>(
+            coll::gather(team(), detail::pack_pairs<T, T>(_parent, _parent.size()), root));
     }
 
   private:

@@ -80,37 +80,18 @@ class map : public object_base {
     [[nodiscard]] std::size_t local_size() const noexcept { return _local.size(); }
     /// Collective: the number of entries on the team (after a barrier).
     [[nodiscard]] std::size_t size() {
-        barrier();
-        return static_cast<std::size_t>(
-            coll::allreduce(team(), std::uint64_t{_local.size()}, coll::sum{}));
+        return team_sum([&] { return _local.size(); });
     }
     /// Collective: removes every entry (after a barrier).
     void clear() {
-        barrier();
-        _local.clear();
-        coll::barrier(team());
+        team_clear([&] { _local.clear(); });
     }
     /// Collective: every entry, on team rank `root` (empty elsewhere), after a barrier. Order:
     /// by member, then as each member keeps them.
     [[nodiscard]] std::vector<std::pair<K, V>> gather(int root) {
         barrier();
-        std::vector<std::byte> mine;
-        serial_writer w(mine);
-        am::detail::write_length(w, _local.size());
-        for (const auto& [k, v] : _local) {
-            serializer<K>::write(w, k);
-            serializer<V>::write(w, v);
-        }
-        std::vector<std::pair<K, V>> out;
-        for (const auto& part : coll::gather(team(), mine, root)) {
-            serial_reader r(part);
-            const std::size_t n = am::detail::read_length(r);
-            for (std::size_t i = 0; i < n; ++i) {
-                K k = serializer<K>::read(r);
-                out.emplace_back(std::move(k), serializer<V>::read(r));
-            }
-        }
-        return out;
+        return detail::unpack_pairs<K, V>(
+            coll::gather(team(), detail::pack_pairs<K, V>(_local, _local.size()), root));
     }
 
   private:

@@ -30,6 +30,7 @@
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
+#include <vector>
 
 namespace am::dist {
 
@@ -80,6 +81,20 @@ class object_base {
     /// Waits for the team's operations in flight and makes the object unreachable: the start
     /// of every derived destructor (skipped while an exception unwinds or the job failed).
     void retire() noexcept;
+    /// Collective: a barrier, then the team's sum of `local_size()` (read after it).
+    template <class F>
+    [[nodiscard]] std::size_t team_sum(const F& local_size) const {
+        barrier();
+        return static_cast<std::size_t>(
+            coll::allreduce(_team, std::uint64_t{local_size()}, coll::sum{}));
+    }
+    /// Collective: a barrier, `reset()` of this rank's part, a team barrier.
+    template <class F>
+    void team_clear(const F& reset) const {
+        barrier();
+        reset();
+        coll::barrier(_team);
+    }
     /// For a container that combines operations locally (counting_set): from now until its
     /// `flush_local` runs, `am::dist::barrier` of the team calls `flush_local` first.
     void hold();
@@ -134,6 +149,33 @@ std::string describe(const K& k) {
         return "a " + std::to_string(sizeof(K)) + "-byte " +
                std::string(am::detail::type_name<K>());
     }
+}
+
+/// Serialises (a, b) pairs — a range of pairs, or a map — for a gather.
+template <class A, class B, class Range>
+std::vector<std::byte> pack_pairs(const Range& r, std::size_t n) {
+    std::vector<std::byte> out;
+    serial_writer w(out);
+    am::detail::write_length(w, n);
+    for (const auto& [a, b] : r) {
+        serializer<A>::write(w, a);
+        serializer<B>::write(w, b);
+    }
+    return out;
+}
+/// The pairs of every packed part, in part order.
+template <class A, class B>
+std::vector<std::pair<A, B>> unpack_pairs(const std::vector<std::vector<std::byte>>& parts) {
+    std::vector<std::pair<A, B>> out;
+    for (const auto& part : parts) {
+        serial_reader r(part);
+        const std::size_t n = am::detail::read_length(r);
+        for (std::size_t i = 0; i < n; ++i) {
+            A a = serializer<A>::read(r);
+            out.emplace_back(std::move(a), serializer<B>::read(r));
+        }
+    }
+    return out;
 }
 
 /// Checks, at compile time, that a container's element type can travel.

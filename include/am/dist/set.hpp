@@ -54,15 +54,11 @@ class set : public object_base {
     [[nodiscard]] std::size_t local_size() const noexcept { return _local.size(); }
     /// Collective: keys on the team (after a barrier).
     [[nodiscard]] std::size_t size() {
-        barrier();
-        return static_cast<std::size_t>(
-            coll::allreduce(team(), std::uint64_t{_local.size()}, coll::sum{}));
+        return team_sum([&] { return _local.size(); });
     }
     /// Collective: removes every key (after a barrier).
     void clear() {
-        barrier();
-        _local.clear();
-        coll::barrier(team());
+        team_clear([&] { _local.clear(); });
     }
     /// Collective: every key on team rank `root` (empty elsewhere), after a barrier.
     [[nodiscard]] std::vector<K> gather(int root) {
@@ -142,9 +138,7 @@ class counting_set : public object_base {
     [[nodiscard]] std::size_t local_size() const noexcept { return _local.size(); }
     /// Collective: distinct keys on the team (after a barrier).
     [[nodiscard]] std::size_t size() {
-        barrier();
-        return static_cast<std::size_t>(
-            coll::allreduce(team(), std::uint64_t{_local.size()}, coll::sum{}));
+        return team_sum([&] { return _local.size(); });
     }
     /// Collective: the count of `k` on every member (0 when absent), after a barrier.
     [[nodiscard]] std::uint64_t count(const K& k) {
@@ -157,51 +151,21 @@ class counting_set : public object_base {
     /// broken by key when `K` is ordered), after a barrier.
     [[nodiscard]] std::vector<std::pair<K, std::uint64_t>> topk(std::size_t n) {
         barrier();
-        auto mine = best(std::vector<std::pair<K, std::uint64_t>>(_local.begin(), _local.end()), n);
-        std::vector<std::byte> packed;
-        serial_writer w(packed);
-        am::detail::write_length(w, mine.size());
-        for (const auto& [k, c] : mine) {
-            serializer<K>::write(w, k);
-            serializer<std::uint64_t>::write(w, c);
-        }
-        std::vector<std::pair<K, std::uint64_t>> all;
-        for (const auto& part : coll::allgather(team(), packed)) {
-            serial_reader r(part);
-            const std::size_t m = am::detail::read_length(r);
-            for (std::size_t i = 0; i < m; ++i) {
-                K k = serializer<K>::read(r);
-                all.emplace_back(std::move(k), serializer<std::uint64_t>::read(r));
-            }
-        }
-        return best(std::move(all), n);
+        const auto mine =
+            best(std::vector<std::pair<K, std::uint64_t>>(_local.begin(), _local.end()), n);
+        return best(detail::unpack_pairs<K, std::uint64_t>(coll::allgather(
+                        team(), detail::pack_pairs<K, std::uint64_t>(mine, mine.size()))),
+                    n);
     }
     /// Collective: every (key, count) on team rank `root`, after a barrier.
     [[nodiscard]] std::vector<std::pair<K, std::uint64_t>> gather(int root) {
         barrier();
-        std::vector<std::byte> packed;
-        serial_writer w(packed);
-        am::detail::write_length(w, _local.size());
-        for (const auto& [k, c] : _local) {
-            serializer<K>::write(w, k);
-            serializer<std::uint64_t>::write(w, c);
-        }
-        std::vector<std::pair<K, std::uint64_t>> out;
-        for (const auto& part : coll::gather(team(), packed, root)) {
-            serial_reader r(part);
-            const std::size_t m = am::detail::read_length(r);
-            for (std::size_t i = 0; i < m; ++i) {
-                K k = serializer<K>::read(r);
-                out.emplace_back(std::move(k), serializer<std::uint64_t>::read(r));
-            }
-        }
-        return out;
+        return detail::unpack_pairs<K, std::uint64_t>(coll::gather(
+            team(), detail::pack_pairs<K, std::uint64_t>(_local, _local.size()), root));
     }
     /// Collective: removes every key (after a barrier).
     void clear() {
-        barrier();
-        _local.clear();
-        coll::barrier(team());
+        team_clear([&] { _local.clear(); });
     }
 
   private:
