@@ -14,9 +14,13 @@ enum class transport_kind {
     shm,      ///< ranks are processes on one host, talking through POSIX shared memory
     mpi,      ///< ranks are the processes of an MPI job (mpirun, mpiexec, srun); needs am built
               ///< with MPI. Peers on the same node talk through shared memory (`node_size`).
+    ucx,      ///< as mpi (started by an MPI launcher, bootstrapped and failing through MPI), but
+              ///< peers off the node are reached through UCX: active messages, rendezvous, and
+              ///< one-sided put/get/atomics on registered segments. Needs am built with UCX
+              ///< (docs/transports.md says when to choose it over mpi).
 };
 
-/// The transport's name as `AM_TRANSPORT` spells it: "threads", "shm" or "mpi".
+/// The transport's name as `AM_TRANSPORT` spells it: "threads", "shm", "mpi" or "ucx".
 [[nodiscard]] constexpr const char* to_string(transport_kind k) noexcept {
     switch (k) {
         case transport_kind::threads:
@@ -25,6 +29,8 @@ enum class transport_kind {
             return "shm";
         case transport_kind::mpi:
             return "mpi";
+        case transport_kind::ucx:
+            return "ucx";
     }
     return "?";
 }
@@ -41,7 +47,7 @@ struct config {
     /// Number of ranks (`AM_RANKS`, default 1). Ignored when launched by `amrun` and on the mpi
     /// transport, where the communicator's size is the rank count.
     int ranks = 1;
-    /// Transport (`AM_TRANSPORT=threads|shm|mpi`). Default: mpi when the process was started
+    /// Transport (`AM_TRANSPORT=threads|shm|mpi|ucx`). Default: mpi when the process was started
     /// by an MPI launcher (Open MPI, MPICH/Hydra, Slurm with PMI or PMIx), else threads.
     transport_kind transport = transport_kind::threads;
     /// Bytes of each ring: one ring per ordered pair of ranks and per lane (`AM_RING_BYTES`).

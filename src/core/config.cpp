@@ -106,9 +106,11 @@ config config::from_env() {
             c.transport = transport_kind::shm;
         } else if (t == "mpi") {
             c.transport = transport_kind::mpi;
+        } else if (t == "ucx") {
+            c.transport = transport_kind::ucx;
         } else {
             throw error(errc::invalid_argument, "am::config::from_env: AM_TRANSPORT=\"" + t +
-                                                    "\" is not one of threads, shm, mpi");
+                                                    "\" is not one of threads, shm, mpi, ucx");
         }
     } else if (launched_by_mpi()) {
         c.transport = transport_kind::mpi;

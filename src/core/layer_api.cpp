@@ -110,6 +110,23 @@ std::span<std::byte> segment_of(const context& ctx, int rank) noexcept {
     if (rank == ctx.rank()) return ctx.segment();
     return core_of(ctx).transport().segment(rank);
 }
+bool one_sided(const context& ctx, int rank) noexcept {
+    transport::one_sided* os = core_of(ctx).transport().remote_memory();
+    return os != nullptr && rank != ctx.rank() && os->reaches(rank);
+}
+void remote_put(context& ctx, int rank, std::uint64_t offset, const void* src, std::size_t len,
+                remote_done done, void* arg) {
+    core_of(ctx).transport().remote_memory()->put(rank, offset, src, len, done, arg);
+}
+void remote_get(context& ctx, int rank, std::uint64_t offset, void* dst, std::size_t len,
+                remote_done done, void* arg) {
+    core_of(ctx).transport().remote_memory()->get(rank, offset, dst, len, done, arg);
+}
+bool remote_atomic(context& ctx, int rank, std::uint64_t offset, atomic_op op, unsigned bytes,
+                   std::uint64_t operand, std::uint64_t compare, remote_done done, void* arg) {
+    return core_of(ctx).transport().remote_memory()->atomic(rank, offset, op, bytes, operand,
+                                                            compare, done, arg);
+}
 bool job_failed(const context& ctx) noexcept {
     return core_of(ctx).transport().job_failed();
 }

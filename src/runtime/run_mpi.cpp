@@ -26,7 +26,7 @@ namespace {
 
 config mpi_config(const config& cfg) {
     config c = cfg;
-    c.transport = transport_kind::mpi;
+    if (c.transport != transport_kind::ucx) c.transport = transport_kind::mpi;
     return c;
 }
 

@@ -15,6 +15,7 @@ int launch(const config& cfg, const rank_body& body) {
         case transport_kind::shm:
             return shm::launch(cfg, body);
         case transport_kind::mpi:
+        case transport_kind::ucx:  // an mpi job whose remote peers are reached through UCX
             return mpi::launch(cfg, body);
     }
     return 1;

@@ -8,6 +8,8 @@
     "src/transport is private to the transports, the core and the runtime; a layer uses <am/core/layer.hpp> (docs/layers.md)"
 #endif
 
+#include <am/atomic_op.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -112,6 +114,38 @@ using idle_fn = std::function<std::size_t()>;
 /// Called once when a collective's result is complete.
 using done_fn = std::function<void()>;
 
+/// One-sided access to the registered segments of peers this rank cannot map, through the
+/// network and without the peer's CPU (ucx: UCP put/get and atomics on memory registered when
+/// the job starts). Calls follow the transport's locking (any thread when it locks); `done`
+/// runs exactly once, from inside a later `poll` of this rank (never from the starting call),
+/// with the old value of the word for a fetching atomic (0 otherwise).
+class one_sided {
+  public:
+    using done_fn = void (*)(void* arg, std::uint64_t value);
+
+    /// True when `rank`'s segment can be reached by this interface.
+    [[nodiscard]] virtual bool reaches(int rank) const noexcept = 0;
+    /// Copies `len` bytes from `src` to byte `offset` of `rank`'s segment. `src` must stay
+    /// unchanged until `done`, which runs once the bytes are visible in the target's segment.
+    virtual void put(int rank, std::uint64_t offset, const void* src, std::size_t len,
+                     done_fn done, void* arg) = 0;
+    /// Copies `len` bytes from byte `offset` of `rank`'s segment to `dst`; `done` runs once they
+    /// are there.
+    virtual void get(int rank, std::uint64_t offset, void* dst, std::size_t len, done_fn done,
+                     void* arg) = 0;
+    /// Applies `op` with `operand` (and `compare`, for compare_swap) to the `bytes`-wide (4 or
+    /// 8) unsigned integer at `offset` of `rank`'s segment (aligned to `bytes`), atomically with
+    /// respect to every other atomic of this interface on that word. Returns false and starts
+    /// nothing when the network does not do `op` (min, max): the caller then runs it at the
+    /// owner by message. The value `done` gets is the old word.
+    virtual bool atomic(int rank, std::uint64_t offset, atomic_op op, unsigned bytes,
+                        std::uint64_t operand, std::uint64_t compare, done_fn done,
+                        void* arg) = 0;
+
+  protected:
+    ~one_sided() = default;
+};
+
 /// What the core needs from a transport. One object per rank.
 class transport {
   public:
@@ -139,6 +173,9 @@ class transport {
     /// The registered segment of `rank` mapped into this process (own segment included), or an
     /// empty span when this transport cannot write it directly.
     [[nodiscard]] virtual std::span<std::byte> segment(int rank) noexcept = 0;
+    /// One-sided network access to the segments `segment` does not map, or null when this
+    /// transport has none (every transport but ucx).
+    [[nodiscard]] virtual one_sided* remote_memory() noexcept { return nullptr; }
 
     /// Bootstrap collectives: block until every rank has joined, calling `idle` while waiting.
     /// `kind` says which operation this is; when the ranks' collectives differ (kind or size),

@@ -12,6 +12,7 @@
 // means on the thread that runs the handler.
 #pragma once
 
+#include <am/atomic_op.hpp>
 #include <am/context.hpp>
 #include <am/core/frame.hpp>
 #include <am/error.hpp>
@@ -171,6 +172,27 @@ void allreduce_sum(context& ctx, collective kind, const std::uint64_t* in, std::
 /// Rank `rank`'s segment mapped into this process (threads, shm, node peers under mpi), or
 /// empty when it can be reached only by messages. The own rank's is context::segment().
 [[nodiscard]] std::span<std::byte> segment_of(const context& ctx, int rank) noexcept;
+/// One-sided network access to segments that are not mapped here (the ucx transport: UCP RMA
+/// and atomics on the segments registered at start, without the target's CPU). `done` runs
+/// exactly once, from inside a later poll of this rank, with the old word of an atomic (0 for
+/// put and get). Calls follow the context's thread rules.
+using remote_done = void (*)(void* arg, std::uint64_t value);
+/// True when `rank`'s segment is not mapped here but reachable by the remote_* calls.
+[[nodiscard]] bool one_sided(const context& ctx, int rank) noexcept;
+/// `len` bytes from `src` to byte `offset` of `rank`'s segment; `src` must stay unchanged until
+/// `done`, which runs once the bytes are visible at the target. Only where one_sided(rank).
+void remote_put(context& ctx, int rank, std::uint64_t offset, const void* src, std::size_t len,
+                remote_done done, void* arg);
+/// `len` bytes from byte `offset` of `rank`'s segment to `dst`; `done` once they are there.
+void remote_get(context& ctx, int rank, std::uint64_t offset, void* dst, std::size_t len,
+                remote_done done, void* arg);
+/// `op` on the `bytes`-wide (4 or 8, aligned) unsigned word at `offset` of `rank`'s segment,
+/// atomic with respect to every other remote_atomic on it. Returns false and starts nothing when
+/// the network does not do `op` (min, max): run it at the owner by message then.
+[[nodiscard]] bool remote_atomic(context& ctx, int rank, std::uint64_t offset, atomic_op op,
+                                 unsigned bytes, std::uint64_t operand, std::uint64_t compare,
+                                 remote_done done, void* arg);
+
 /// True once any rank failed the job; `failure_reason` then says why.
 [[nodiscard]] bool job_failed(const context& ctx) noexcept;
 [[nodiscard]] std::string failure_reason(const context& ctx);
