@@ -121,17 +121,17 @@ using done_fn = std::function<void()>;
 /// with the old value of the word for a fetching atomic (0 otherwise).
 class one_sided {
   public:
-    using done_fn = void (*)(void* arg, std::uint64_t value);
+    using op_done = void (*)(void* arg, std::uint64_t value);
 
     /// True when `rank`'s segment can be reached by this interface.
     [[nodiscard]] virtual bool reaches(int rank) const noexcept = 0;
     /// Copies `len` bytes from `src` to byte `offset` of `rank`'s segment. `src` must stay
     /// unchanged until `done`, which runs once the bytes are visible in the target's segment.
     virtual void put(int rank, std::uint64_t offset, const void* src, std::size_t len,
-                     done_fn done, void* arg) = 0;
+                     op_done done, void* arg) = 0;
     /// Copies `len` bytes from byte `offset` of `rank`'s segment to `dst`; `done` runs once they
     /// are there.
-    virtual void get(int rank, std::uint64_t offset, void* dst, std::size_t len, done_fn done,
+    virtual void get(int rank, std::uint64_t offset, void* dst, std::size_t len, op_done done,
                      void* arg) = 0;
     /// Applies `op` with `operand` (and `compare`, for compare_swap) to the `bytes`-wide (4 or
     /// 8) unsigned integer at `offset` of `rank`'s segment (aligned to `bytes`), atomically with
@@ -139,7 +139,7 @@ class one_sided {
     /// nothing when the network does not do `op` (min, max): the caller then runs it at the
     /// owner by message. The value `done` gets is the old word.
     virtual bool atomic(int rank, std::uint64_t offset, atomic_op op, unsigned bytes,
-                        std::uint64_t operand, std::uint64_t compare, done_fn done,
+                        std::uint64_t operand, std::uint64_t compare, op_done done,
                         void* arg) = 0;
 
   protected:
@@ -198,8 +198,8 @@ class transport {
     /// when no collective is in progress. For diagnoses of a hang.
     [[nodiscard]] virtual std::string collective_stragglers() const { return {}; }
     /// The names of this rank's collective kinds (the parts above the transport add theirs).
-    [[nodiscard]] coll_names& collective_names() noexcept { return _coll_names; }
-    [[nodiscard]] const coll_names& collective_names() const noexcept { return _coll_names; }
+    [[nodiscard]] coll_names& collective_names() noexcept { return *_names; }
+    [[nodiscard]] const coll_names& collective_names() const noexcept { return *_names; }
 
     /// Non-empty once the job is going down (another rank failed or aborted): the reason.
     [[nodiscard]] virtual bool job_failed() const noexcept = 0;
@@ -219,6 +219,9 @@ class transport {
     /// Throws am::error(collective_mismatch) after failing the job, naming the ranks and
     /// calls of `ids`, from the point of view of this rank's call `mine`.
     [[noreturn]] void collective_mismatch(coll_id mine, const std::vector<std::uint64_t>& ids);
+    /// A transport that runs its collectives through `other` (ucx over its mpi job) names
+    /// them with `other`'s names, which the parts above then fill.
+    void share_names_with(transport& other) noexcept { _names = &other.collective_names(); }
 
   private:
     int _rank;
@@ -226,6 +229,7 @@ class transport {
     unsigned _spin = 256;
     std::uint32_t _coll_seq = 0;
     coll_names _coll_names;
+    coll_names* _names = &_coll_names;  // `_coll_names`, or those of the transport shared
 };
 
 }  // namespace am::transport

@@ -1,7 +1,8 @@
 # Run at build time (POST_BUILD) by am_add_gtest: lists the tests of a GoogleTest binary and
 # writes one CTest test per GoogleTest test, named am.<layer>.<fixture>_<test>.<transport>.np<N>
 # from the parameter name "<transport>_np<N>" (see tests/support/spmd.hpp).
-# Parameters "mpi_np<N>", "mpimix_np<N>" (any "mpi*" transport) are started N times with
+# Parameters "mpi_np<N>", "mpimix_np<N>", "ucx_np<N>" (any "mpi*" or "ucx*" transport: both
+# are MPI jobs) are started N times with
 # MPIEXEC (every process runs the same GoogleTest tests in the same order, each process one
 # rank of each test's am job). MPI start-up costs more than most tests, so a binary's tests of
 # one variant run as one MPI job, the CTest test am.<layer>.<binary>.<transport>.np<N> (its
@@ -108,9 +109,9 @@ foreach(filter IN LISTS filters)
   set(processors 1)
   # <test> is "<fixture>_<test>", the fixture without its instantiation prefix.
   string(REGEX REPLACE "^.*/" "" fixture "${suite}")
-  if(test MATCHES "^([^/]+)/(mpi[a-z]*)_np([0-9]+)$")
+  if(test MATCHES "^([^/]+)/((mpi|ucx)[a-z]*)_np([0-9]+)$")
     set(variant "${CMAKE_MATCH_2}")
-    set(np ${CMAKE_MATCH_3})
+    set(np ${CMAKE_MATCH_4})  # CMAKE_MATCH_3 is "mpi" or "ucx"
     set(name "am.${LAYER}.${fixture}_${CMAKE_MATCH_1}.${variant}.np${np}")
     if(NOT MPIEXEC)
       message(FATAL_ERROR "am_discover: ${EXE} has the MPI test ${suite}.${test} "

@@ -46,8 +46,9 @@ struct spmd_param {
     int node_size = 0;
 };
 
+/// True for the transports whose ranks are the processes of an MPI job (mpi, ucx).
 inline bool is_mpi(am::transport_kind k) {
-    return k == am::transport_kind::mpi;
+    return k == am::transport_kind::mpi || k == am::transport_kind::ucx;
 }
 
 /// The transport's name as `AM_TRANSPORT` spells it.
@@ -58,10 +59,12 @@ inline const char* transport_name(am::transport_kind k) {
 /// The transport part of a parameter name: "threads", "shm"; on mpi "mpi" when every message
 /// goes through MPI (node_size 1), "mpimix" when some ranks share memory (node_size > 1) and
 /// "mpishm" when all ranks of a host do (node_size 0).
+/// On ucx likewise "ucx" (every message through UCX) and "ucxmix".
 inline std::string variant_name(const spmd_param& p) {
     if (!is_mpi(p.transport)) return transport_name(p.transport);
-    if (p.node_size == 1) return "mpi";
-    return p.node_size == 0 ? "mpishm" : "mpimix";
+    const std::string base = transport_name(p.transport);
+    if (p.node_size == 1) return base;
+    return base + (p.node_size == 0 ? "shm" : "mix");
 }
 
 inline std::ostream& operator<<(std::ostream& os, const spmd_param& p) {
@@ -88,6 +91,15 @@ inline void add_mpi_params([[maybe_unused]] std::vector<spmd_param>& v,
     }
     for (int n : shm_nps) {
         if (n == 4) v.push_back({am::transport_kind::mpi, n, 2});
+    }
+#endif
+#ifdef AM_HAVE_UCX
+    // ucx: every message through UCX at 2 ranks, and mixed (pairs in shared memory) at 4.
+    for (int n : shm_nps) {
+        if (n == 2) v.push_back({am::transport_kind::ucx, n, 1});
+    }
+    for (int n : shm_nps) {
+        if (n == 4) v.push_back({am::transport_kind::ucx, n, 2});
     }
 #endif
 }

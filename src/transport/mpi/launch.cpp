@@ -5,6 +5,9 @@
 #include "mpi_transport.hpp"
 #include "mpi_transport_impl.hpp"
 #include "setup.hpp"
+#ifdef AM_HAVE_UCX
+#include "../ucx/ucx_transport.hpp"
+#endif
 
 #include <sys/types.h>
 #include <unistd.h>
@@ -169,6 +172,7 @@ struct job::state {
     MPI_Comm data = MPI_COMM_NULL;
     node nd;  // outlives the transport, which works in its region
     std::unique_ptr<mpi_transport> tp;
+    std::unique_ptr<transport> ucx;  // the ucx transport over `tp`, when the job is ucx
     std::unique_ptr<liveness> live;  // heartbeats, when on; raises failures into `tp`
     open_job open;  // in the process's record from the transport's creation to `finish`
 
@@ -178,11 +182,35 @@ struct job::state {
     ~state() {
         if (open.tp != nullptr) record_closed(open);
         live.reset();  // its thread uses the transport
+        ucx.reset();
         tp.reset();
         if (data != MPI_COMM_NULL) MPI_Comm_free(&data);
         if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
     }
 };
+
+namespace {
+
+// The ucx transport over the job's mpi transport: the peers off the node through UCX, which
+// leaves MPI only failures and collectives, so it is polled rarely.
+std::unique_ptr<transport> start_ucx(mpi_transport& tp, MPI_Comm comm,
+                                     [[maybe_unused]] bool locking) {
+#ifdef AM_HAVE_UCX
+    constexpr unsigned mpi_every_under_ucx = 64;
+    tp.set_mpi_every(mpi_every_under_ucx);
+    return ucx::make(tp, comm, locking);
+#else
+    (void)tp;
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    throw error(errc::invalid_argument,
+                "am::run: rank " + std::to_string(rank) +
+                    ": AM_TRANSPORT=ucx, but am was built without UCX (libucx-dev, found by "
+                    "pkg-config as ucx when the build is configured)");
+#endif
+}
+
+}  // namespace
 
 job::job(MPI_Comm user, const config& cfg) : _s(std::make_unique<state>()) {
     const bool locking = cfg.progress_thread || cfg.thread_multiple;
@@ -203,6 +231,7 @@ job::job(MPI_Comm user, const config& cfg) : _s(std::make_unique<state>()) {
     std::uint64_t largest = 0;
     check(MPI_Allreduce(&mine, &largest, 1, MPI_UINT64_T, MPI_MAX, _s->comm), "MPI_Allreduce");
     _s->tp->set_largest_message(largest);
+    if (cfg.transport == transport_kind::ucx) _s->ucx = start_ucx(*_s->tp, _s->comm, locking);
     mpi_transport* tp = _s->tp.get();
     _s->live = start_liveness(
         _s->comm, cfg, rank, size, _s->nd,
@@ -214,6 +243,7 @@ job::job(MPI_Comm user, const config& cfg) : _s(std::make_unique<state>()) {
 job::~job() = default;
 
 transport& job::tp() noexcept {
+    if (_s->ucx) return *_s->ucx;
     return *_s->tp;
 }
 
@@ -221,6 +251,12 @@ void job::finish(int status) {
     if (!_s) return;
     if (status != 0 || _s->tp->job_failed()) _s->tp->abort_job(status);
     try {
+        if (_s->ucx) {
+#ifdef AM_HAVE_UCX
+            ucx::finish(*_s->ucx);
+#endif
+            _s->ucx.reset();
+        }
         _s->tp->finish();
         // Stops the heartbeats with a "bye" to the neighbours: one still finishing must not
         // take the silence that follows for a loss.

@@ -152,6 +152,10 @@ class mpi_transport final : public transport {
         return handled;
     }
 
+    /// Polls MPI every `n`-th poll only (at least 1): for a transport that reaches the remote
+    /// peers another way (ucx) and needs MPI only for failures and collectives.
+    void set_mpi_every(unsigned n) noexcept { _mpi_every = n > 0 ? n : 1; }
+
     std::span<std::byte> segment(int rank) noexcept override {
         const int l = _node.local_of[static_cast<std::size_t>(rank)];
         return l >= 0 ? _ring.segment(l) : std::span<std::byte>{};
