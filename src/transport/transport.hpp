@@ -127,8 +127,8 @@ class one_sided {
     [[nodiscard]] virtual bool reaches(int rank) const noexcept = 0;
     /// Copies `len` bytes from `src` to byte `offset` of `rank`'s segment. `src` must stay
     /// unchanged until `done`, which runs once the bytes are visible in the target's segment.
-    virtual void put(int rank, std::uint64_t offset, const void* src, std::size_t len,
-                     op_done done, void* arg) = 0;
+    virtual void put(int rank, std::uint64_t offset, const void* src, std::size_t len, op_done done,
+                     void* arg) = 0;
     /// Copies `len` bytes from byte `offset` of `rank`'s segment to `dst`; `done` runs once they
     /// are there.
     virtual void get(int rank, std::uint64_t offset, void* dst, std::size_t len, op_done done,
@@ -139,8 +139,7 @@ class one_sided {
     /// nothing when the network does not do `op` (min, max): the caller then runs it at the
     /// owner by message. The value `done` gets is the old word.
     virtual bool atomic(int rank, std::uint64_t offset, atomic_op op, unsigned bytes,
-                        std::uint64_t operand, std::uint64_t compare, op_done done,
-                        void* arg) = 0;
+                        std::uint64_t operand, std::uint64_t compare, op_done done, void* arg) = 0;
 
   protected:
     ~one_sided() = default;

@@ -36,8 +36,8 @@ constexpr std::uint32_t sends_in_flight = 64;
 constexpr int progress_rounds = 4;
 
 [[noreturn]] void fail_call(int rank, const char* call, ucs_status_t st) {
-    throw error(errc::system, "am::run: rank " + std::to_string(rank) + ": ucx transport: " +
-                                  call + " failed: " + ucs_status_string(st));
+    throw error(errc::system, "am::run: rank " + std::to_string(rank) + ": ucx transport: " + call +
+                                  " failed: " + ucs_status_string(st));
 }
 
 void check(int rank, const char* call, ucs_status_t st) {
@@ -46,7 +46,8 @@ void check(int rank, const char* call, ucs_status_t st) {
 }
 
 void check_mpi(int rc, const char* call) {
-    if (rc != MPI_SUCCESS) throw error(errc::system, std::string("am::run: ucx transport: ") + call);
+    if (rc != MPI_SUCCESS)
+        throw error(errc::system, std::string("am::run: ucx transport: ") + call);
 }
 
 /// Every rank's `bytes` (any length) in rank order.
@@ -63,9 +64,9 @@ std::vector<std::vector<std::byte>> allgather_blobs(MPI_Comm comm, const void* p
         total += lens[r];
     }
     std::vector<std::byte> all(static_cast<std::size_t>(total));
-    check_mpi(MPI_Allgatherv(p, mine, MPI_BYTE, all.data(), lens.data(), displs.data(), MPI_BYTE,
-                             comm),
-              "MPI_Allgatherv");
+    check_mpi(
+        MPI_Allgatherv(p, mine, MPI_BYTE, all.data(), lens.data(), displs.data(), MPI_BYTE, comm),
+        "MPI_Allgatherv");
     std::vector<std::vector<std::byte>> out(static_cast<std::size_t>(size));
     for (std::size_t r = 0; r < out.size(); ++r) {
         const auto* b = all.data() + displs[r];
@@ -88,11 +89,11 @@ struct send_buf {
 struct incoming {
     int source = 0;
     std::size_t len = 0;
-    std::byte* data = nullptr;            // the message, once `ready`
-    void* desc = nullptr;                 // UCP's data (to release) or rendezvous descriptor
-    std::unique_ptr<std::byte[]> owned;   // a copy, or the rendezvous' target
+    std::byte* data = nullptr;           // the message, once `ready`
+    void* desc = nullptr;                // UCP's data (to release) or rendezvous descriptor
+    std::unique_ptr<std::byte[]> owned;  // a copy, or the rendezvous' target
     bool ready = false;
-    bool rndv = false;                    // fetched by ucp_am_recv_data_nbx
+    bool rndv = false;  // fetched by ucp_am_recv_data_nbx
 };
 
 /// A one-sided operation until its `done` has run.
@@ -161,8 +162,8 @@ class ucx_transport final : public transport, public one_sided {
         _inner.allgather(kind, in, out, bytes, idle, gathered);
     }
     std::size_t max_gather_bytes() const noexcept override { return _inner.max_gather_bytes(); }
-    void allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out,
-                       std::size_t n, const idle_fn& idle) override {
+    void allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
+                       const idle_fn& idle) override {
         _inner.allreduce_sum(kind, in, out, n, idle);
     }
     std::string collective_stragglers() const override { return _inner.collective_stragglers(); }
@@ -179,8 +180,8 @@ class ucx_transport final : public transport, public one_sided {
              void* arg) override;
     void get(int rank, std::uint64_t offset, void* dst, std::size_t len, op_done done,
              void* arg) override;
-    bool atomic(int rank, std::uint64_t offset, atomic_op op, unsigned bytes,
-                std::uint64_t operand, std::uint64_t compare, op_done done, void* arg) override;
+    bool atomic(int rank, std::uint64_t offset, atomic_op op, unsigned bytes, std::uint64_t operand,
+                std::uint64_t compare, op_done done, void* arg) override;
 
     /// The end of a healthy job (see `ucx::finish`).
     void finish();
@@ -198,7 +199,7 @@ class ucx_transport final : public transport, public one_sided {
     }
     std::unique_ptr<send_buf> take_buf(std::size_t i, std::size_t bytes);
     void send(std::size_t i, int dest, unsigned lane, std::size_t bytes);
-    void progress();
+    unsigned progress();
     std::size_t poll_ucx(message_sink& sink);
     void start_rendezvous();
     void flush_puts();
@@ -213,24 +214,24 @@ class ucx_transport final : public transport, public one_sided {
     transport& _inner;
     MPI_Comm _comm;
     bool _locking;
-    std::mutex _mutex;  // UCP and this state, when a progress thread shares the transport
+    std::mutex _mutex;          // UCP and this state, when a progress thread shares the transport
     std::vector<char> _remote;  // by rank: reached through UCX (not on this rank's node)
 
     ucp_context_h _context = nullptr;
     ucp_worker_h _worker = nullptr;
     std::vector<ucp_ep_h> _eps;  // by rank; null for node peers
     ucp_mem_h _memh = nullptr;
-    std::vector<ucp_rkey_h> _rkeys;  // by rank; null for node peers
+    std::vector<ucp_rkey_h> _rkeys;     // by rank; null for node peers
     std::vector<std::uint64_t> _bases;  // segment addresses in their processes
     std::vector<std::uint64_t> _sizes;  // segment sizes
     std::array<lane_arg, num_lanes> _lane_args{};
 
-    std::vector<std::unique_ptr<send_buf>> _open;  // by (peer, lane): the one being written
-    std::vector<std::uint32_t> _in_flight;         // by (peer, lane)
+    std::vector<std::unique_ptr<send_buf>> _open;   // by (peer, lane): the one being written
+    std::vector<std::uint32_t> _in_flight;          // by (peer, lane)
     std::vector<std::unique_ptr<send_buf>> _spare;  // buffers whose sends completed
 
-    std::array<std::deque<std::unique_ptr<incoming>>, num_lanes> _in;  // arrived, in order
-    std::size_t _rndv_waiting = 0;                                     // not yet started
+    std::array<std::deque<std::unique_ptr<incoming>>, num_lanes> _in;      // arrived, in order
+    std::size_t _rndv_waiting = 0;                                         // not yet started
     std::vector<std::pair<unsigned, std::unique_ptr<incoming>>> _deliver;  // poll's batch
 
     struct done_call {
@@ -243,7 +244,7 @@ class ucx_transport final : public transport, public one_sided {
     std::vector<std::vector<op_record*>> _unflushed;  // puts by rank awaiting a flush
     std::size_t _puts_to_flush = 0;
 
-    std::vector<std::vector<std::byte>> _packed_keys;  // set-up only: every rank's packed rkey
+    std::vector<std::vector<std::byte>> _packed_keys;    // set-up only: every rank's packed rkey
     std::vector<std::pair<ucx_transport*, int>> _peers;  // error handlers' arguments, by rank
     std::int32_t _header = 0;  // the AM header: this rank (UCP may read it after the call)
 
@@ -267,7 +268,7 @@ void on_sent(void* request, ucs_status_t st, void* user) {
 }
 
 void on_fetched(void* request, ucs_status_t st, std::size_t /*len*/, void* user) {
-    auto* in = static_cast<incoming*>(user);  // still in its lane's queue
+    auto* in = static_cast<incoming*>(user);              // still in its lane's queue
     in->data = st == UCS_OK ? in->owned.get() : nullptr;  // null: the poll fails the job
     in->ready = true;
     ucp_request_free(request);
@@ -312,7 +313,8 @@ ucx_transport::ucx_transport(transport& inner, MPI_Comm comm, bool locking)
     share_names_with(inner);
     _header = inner.rank();
     set_spin_limit(inner.spin_limit());
-    for (int r = 0; r < size(); ++r) _remote[static_cast<std::size_t>(r)] = inner.segment(r).empty();
+    for (int r = 0; r < size(); ++r)
+        _remote[static_cast<std::size_t>(r)] = inner.segment(r).empty();
     try {
         setup_worker(comm);
         setup_memory(comm);
@@ -478,8 +480,7 @@ void ucx_transport::sent(send_buf* b, ucs_status_t st) {
     --_in_flight[b->index];
     if (st != UCS_OK && !_closing) {
         record_failure("rank " + std::to_string(rank()) + ": ucx transport: a message to rank " +
-                       std::to_string(b->index / num_lanes) +
-                       " failed: " + ucs_status_string(st));
+                       std::to_string(b->index / num_lanes) + " failed: " + ucs_status_string(st));
     }
     constexpr std::size_t keep_bytes = std::size_t{1} << 20;
     if (_spare.size() < 2 * sends_in_flight && b->cap <= keep_bytes)
@@ -493,9 +494,9 @@ ucs_status_t ucx_transport::arrived(unsigned lane, const void* header, std::size
     std::int32_t source = -1;
     if (header_len == sizeof source) std::memcpy(&source, header, sizeof source);
     if (source < 0 || source >= size() || !_remote[static_cast<std::size_t>(source)]) {
-        record_failure("rank " + std::to_string(rank()) +
-                       ": malformed UCX message (a header of " + std::to_string(header_len) +
-                       " bytes naming rank " + std::to_string(source) + ", which is not a peer off this node)");
+        record_failure("rank " + std::to_string(rank()) + ": malformed UCX message (a header of " +
+                       std::to_string(header_len) + " bytes naming rank " + std::to_string(source) +
+                       ", which is not a peer off this node)");
         return UCS_OK;
     }
     auto in = std::make_unique<incoming>();
@@ -546,15 +547,23 @@ void ucx_transport::start_rendezvous() {
     }
 }
 
-void ucx_transport::progress() {
-    for (int k = 0; k < progress_rounds && ucp_worker_progress(_worker) != 0; ++k) {
+unsigned ucx_transport::progress() {
+    unsigned events = 0;
+    for (int k = 0; k < progress_rounds; ++k) {
+        const unsigned e = ucp_worker_progress(_worker);
+        if (e == 0) break;
+        events += e;
     }
+    return events;
 }
 
 std::size_t ucx_transport::poll_ucx(message_sink& sink) {
+    // UCX's own events count as work, so that a waiting rank keeps spinning while it serves
+    // what UCX runs in software at the target (atomics, puts between ranks of a host).
+    std::size_t events = 0;
     {
         maybe_lock lock(_mutex, _locking);
-        progress();
+        events = progress();
         if (_rndv_waiting > 0) start_rendezvous();
         if (_puts_to_flush > 0) flush_puts();
         _done_run.swap(_done);
@@ -566,8 +575,8 @@ std::size_t ucx_transport::poll_ucx(message_sink& sink) {
             }
         }
     }
-    if (_done_run.empty() && _deliver.empty()) return 0;
-    std::size_t handled = 0;
+    if (_done_run.empty() && _deliver.empty()) return events;
+    std::size_t handled = events + _done_run.size();
     try {
         for (const done_call& d : _done_run) d.fn(d.arg, d.value);
         _done_run.clear();
@@ -651,8 +660,8 @@ void ucx_transport::flush_puts() {
     _puts_to_flush = 0;
 }
 
-void ucx_transport::get(int rank, std::uint64_t offset, void* dst, std::size_t len,
-                        op_done done, void* arg) {
+void ucx_transport::get(int rank, std::uint64_t offset, void* dst, std::size_t len, op_done done,
+                        void* arg) {
     maybe_lock lock(_mutex, _locking);
     const ucp_ep_h ep = endpoint(rank, offset, len, "get");
     const auto r = static_cast<std::size_t>(rank);
@@ -667,17 +676,29 @@ void ucx_transport::get(int rank, std::uint64_t offset, void* dst, std::size_t l
 }
 
 bool ucx_transport::atomic(int rank, std::uint64_t offset, atomic_op op, unsigned bytes,
-                           std::uint64_t operand, std::uint64_t compare, op_done done,
-                           void* arg) {
+                           std::uint64_t operand, std::uint64_t compare, op_done done, void* arg) {
     ucp_atomic_op_t uop{};
     switch (op) {
-        case atomic_op::add: uop = UCP_ATOMIC_OP_ADD; break;
-        case atomic_op::bit_and: uop = UCP_ATOMIC_OP_AND; break;
-        case atomic_op::bit_or: uop = UCP_ATOMIC_OP_OR; break;
-        case atomic_op::bit_xor: uop = UCP_ATOMIC_OP_XOR; break;
-        case atomic_op::swap: uop = UCP_ATOMIC_OP_SWAP; break;
-        case atomic_op::compare_swap: uop = UCP_ATOMIC_OP_CSWAP; break;
-        default: return false;  // min, max: run at the owner by message
+        case atomic_op::add:
+            uop = UCP_ATOMIC_OP_ADD;
+            break;
+        case atomic_op::bit_and:
+            uop = UCP_ATOMIC_OP_AND;
+            break;
+        case atomic_op::bit_or:
+            uop = UCP_ATOMIC_OP_OR;
+            break;
+        case atomic_op::bit_xor:
+            uop = UCP_ATOMIC_OP_XOR;
+            break;
+        case atomic_op::swap:
+            uop = UCP_ATOMIC_OP_SWAP;
+            break;
+        case atomic_op::compare_swap:
+            uop = UCP_ATOMIC_OP_CSWAP;
+            break;
+        default:
+            return false;  // min, max: run at the owner by message
     }
     if ((bytes != 4 && bytes != 8) || offset % bytes != 0) {
         throw error(errc::invalid_argument,
@@ -691,8 +712,8 @@ bool ucx_transport::atomic(int rank, std::uint64_t offset, atomic_op op, unsigne
     const bool cswap = op == atomic_op::compare_swap;
     // UCP reads `operand` (for compare_swap: the value compared) and writes the old word into
     // `result` (for compare_swap it first reads the new value there).
-    auto* rec = new op_record{this, done, arg, cswap ? compare : operand, cswap ? operand : 0,
-                              bytes};
+    auto* rec =
+        new op_record{this, done, arg, cswap ? compare : operand, cswap ? operand : 0, bytes};
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                      UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
@@ -723,9 +744,9 @@ void ucx_transport::completed(op_record* op, ucs_status_t st, const char* what) 
 
 void ucx_transport::lost(int peer, ucs_status_t st) {
     if (_closing) return;
-    record_failure("rank " + std::to_string(rank()) + ": ucx transport: lost the connection to rank " +
-                   std::to_string(peer) + " (" + ucs_status_string(st) +
-                   "): its process or host is gone or unreachable");
+    record_failure("rank " + std::to_string(rank()) +
+                   ": ucx transport: lost the connection to rank " + std::to_string(peer) + " (" +
+                   ucs_status_string(st) + "): its process or host is gone or unreachable");
 }
 
 void ucx_transport::record_failure(std::string text) {
