@@ -17,6 +17,7 @@
 #include <ucp/api/ucp.h>
 
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -32,6 +33,8 @@ using util::maybe_lock;
 /// Core messages in flight to one (peer, lane) before `try_reserve` refuses more (back-pressure
 /// as the mpi transport's credits: what an unpolled peer can be sent stays bounded).
 constexpr std::uint32_t sends_in_flight = 64;
+/// A send buffer larger than this (a long payload inline) is not kept for the next message.
+constexpr std::size_t keep_bytes = std::size_t{1} << 20;
 /// Progress calls per poll at most, while each finds work.
 constexpr int progress_rounds = 4;
 
@@ -148,7 +151,7 @@ class ucx_transport final : public transport, public one_sided {
         std::size_t n = _inner.poll(sink);
         if (_closed) return n;
         n += poll_ucx(sink);
-        if (!_failure.empty()) [[unlikely]]
+        if (_failed.load(std::memory_order_acquire)) [[unlikely]]
             raise_failure();
         return n;
     }
@@ -248,7 +251,8 @@ class ucx_transport final : public transport, public one_sided {
     std::vector<std::pair<ucx_transport*, int>> _peers;  // error handlers' arguments, by rank
     std::int32_t _header = 0;  // the AM header: this rank (UCP may read it after the call)
 
-    std::string _failure;  // set by a callback; raised by the poll
+    std::string _failure;  // set by a callback (under the lock); raised by the poll
+    std::atomic<bool> _failed{false};  // `_failure` is set: read by polls without the lock
     bool _closing = false;
     bool _closed = false;
 };
@@ -468,7 +472,13 @@ void ucx_transport::send(std::size_t i, int dest, unsigned lane, std::size_t byt
     p.user_data = b;
     void* req = ucp_am_send_nbx(_eps[static_cast<std::size_t>(dest)], lane, &_header,
                                 sizeof _header, b->data.get(), bytes, &p);
-    if (req == nullptr) return;  // sent: the buffer serves the next message
+    if (req == nullptr) {  // sent: the buffer serves the next message
+        if (b->cap > keep_bytes) {
+            b->data.reset();  // but not a large one's memory
+            b->cap = 0;
+        }
+        return;
+    }
     if (UCS_PTR_IS_ERR(req)) [[unlikely]]
         fail_call(rank(), "ucp_am_send_nbx", UCS_PTR_STATUS(req));
     ++_in_flight[i];
@@ -482,7 +492,6 @@ void ucx_transport::sent(send_buf* b, ucs_status_t st) {
         record_failure("rank " + std::to_string(rank()) + ": ucx transport: a message to rank " +
                        std::to_string(b->index / num_lanes) + " failed: " + ucs_status_string(st));
     }
-    constexpr std::size_t keep_bytes = std::size_t{1} << 20;
     if (_spare.size() < 2 * sends_in_flight && b->cap <= keep_bytes)
         _spare.push_back(std::move(owned));
 }
@@ -750,11 +759,17 @@ void ucx_transport::lost(int peer, ucs_status_t st) {
 }
 
 void ucx_transport::record_failure(std::string text) {
-    if (_failure.empty()) _failure = std::move(text);
+    if (_failed.load(std::memory_order_relaxed)) return;
+    _failure = std::move(text);
+    _failed.store(true, std::memory_order_release);
 }
 
 void ucx_transport::raise_failure() {
-    const std::string text = _failure;
+    std::string text;
+    {
+        maybe_lock lock(_mutex, _locking);
+        text = _failure;
+    }
     _inner.fail_job(text);
     throw error(errc::aborted, text);
 }
@@ -778,6 +793,8 @@ void ucx_transport::finish() {
     for (int done = 0; done == 0;) {
         ucp_worker_progress(_worker);
         check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        if (done == 0 && _inner.job_failed()) [[unlikely]]
+            throw error(errc::aborted, _inner.failure_reason());  // job::finish aborts it
     }
     release();
 }
