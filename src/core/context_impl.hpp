@@ -201,6 +201,9 @@ class context_impl final : public transport::message_sink {
     [[nodiscard]] std::size_t message_bytes(const send_desc& d, bool inline_long) const noexcept;
     void write_message(std::byte* out, const send_desc& d, bool inline_long) const noexcept;
     [[nodiscard]] bool copy_long_payload(const send_desc& d) const;
+    // A long payload of at least `one_sided_long_bytes` to a peer reached one-sided (ucx): put
+    // into its segment, waiting for the put (not from a handler); false when not done so.
+    bool put_long_payload(const send_desc& d);
     bool try_inject(const send_desc& d, std::size_t bytes, bool inline_long);
     [[gnu::noinline]] void send_blocked(const send_desc& d, std::size_t bytes, bool inline_long);
     void enqueue(const send_desc& d, std::size_t bytes, bool inline_long);

@@ -105,6 +105,28 @@ bool context_impl::copy_long_payload(const send_desc& d) const {
     return true;
 }
 
+// Long payloads to peers off the node on the ucx transport: a one-sided put straight into the
+// target's segment (zero-copy where the network does it), waited for because the caller may
+// reuse the source when the call returns, then a plain long message, which the receiver treats
+// as one from a rank that maps its segment. Smaller payloads travel inline: one message costs
+// less than a put, its completion and a message.
+bool context_impl::put_long_payload(const send_desc& d) {
+    constexpr std::size_t one_sided_long_bytes = std::size_t{32} << 10;
+    if (d.len < one_sided_long_bytes) return false;
+    transport::one_sided* os = _tp.remote_memory();
+    if (os == nullptr || !os->reaches(d.dest) || in_handler()) return false;
+    std::atomic<bool> done{false};  // set by a poll, perhaps the progress thread's
+    os->put(
+        d.dest, d.offset, d.payload, d.len,
+        [](void* arg, std::uint64_t) {
+            static_cast<std::atomic<bool>*>(arg)->store(true, std::memory_order_release);
+        },
+        &done);
+    unsigned backoff = 0;
+    while (!done.load(std::memory_order_acquire)) poll_or_idle(backoff);
+    return true;
+}
+
 bool context_impl::try_inject(const send_desc& d, std::size_t bytes, bool inline_long) {
     const unsigned lane = static_cast<unsigned>(d.ln);
     if (_pending_total != 0 &&
@@ -190,7 +212,8 @@ std::uint64_t context_impl::total_received() const noexcept {
 void context_impl::send(const send_desc& d, bool reply) {
     check_thread(reply ? "am::token::reply" : "am::context::request");
     validate(d, reply);
-    const bool inline_long = d.kind == category::long_am && !copy_long_payload(d);
+    const bool inline_long =
+        d.kind == category::long_am && !copy_long_payload(d) && !put_long_payload(d);
     const std::size_t bytes = message_bytes(d, inline_long);
     const bool from_handler = in_handler();
     {

@@ -251,7 +251,7 @@ class ucx_transport final : public transport, public one_sided {
     std::vector<std::pair<ucx_transport*, int>> _peers;  // error handlers' arguments, by rank
     std::int32_t _header = 0;  // the AM header: this rank (UCP may read it after the call)
 
-    std::string _failure;  // set by a callback (under the lock); raised by the poll
+    std::string _failure;              // set by a callback (under the lock); raised by the poll
     std::atomic<bool> _failed{false};  // `_failure` is set: read by polls without the lock
     bool _closing = false;
     bool _closed = false;
