@@ -95,8 +95,15 @@ struct incoming {
     std::byte* data = nullptr;           // the message, once `ready`
     void* desc = nullptr;                // UCP's data (to release) or rendezvous descriptor
     std::unique_ptr<std::byte[]> owned;  // a copy, or the rendezvous' target
+    std::size_t owned_cap = 0;
     bool ready = false;
     bool rndv = false;  // fetched by ucp_am_recv_data_nbx
+
+    void reserve(std::size_t n) {
+        if (owned_cap >= n) return;
+        owned = std::make_unique<std::byte[]>(n);
+        owned_cap = n;
+    }
 };
 
 /// A one-sided operation until its `done` has run.
@@ -205,6 +212,7 @@ class ucx_transport final : public transport, public one_sided {
     unsigned progress();
     std::size_t poll_ucx(message_sink& sink);
     void start_rendezvous();
+    void recycle_delivered();
     void flush_puts();
     ucp_ep_h endpoint(int rank, std::uint64_t offset, std::size_t len, const char* call) const;
     void record_failure(std::string text);
@@ -236,6 +244,7 @@ class ucx_transport final : public transport, public one_sided {
     std::array<std::deque<std::unique_ptr<incoming>>, num_lanes> _in;      // arrived, in order
     std::size_t _rndv_waiting = 0;                                         // not yet started
     std::vector<std::pair<unsigned, std::unique_ptr<incoming>>> _deliver;  // poll's batch
+    std::vector<std::unique_ptr<incoming>> _free_in;  // delivered records, for reuse
 
     struct done_call {
         op_done fn;
@@ -508,7 +517,13 @@ ucs_status_t ucx_transport::arrived(unsigned lane, const void* header, std::size
                        ", which is not a peer off this node)");
         return UCS_OK;
     }
-    auto in = std::make_unique<incoming>();
+    std::unique_ptr<incoming> in;
+    if (!_free_in.empty()) {
+        in = std::move(_free_in.back());
+        _free_in.pop_back();
+    } else {
+        in = std::make_unique<incoming>();
+    }
     in->source = source;
     in->len = len;
     ucs_status_t keep = UCS_OK;
@@ -524,7 +539,7 @@ ucs_status_t ucx_transport::arrived(unsigned lane, const void* header, std::size
         in->ready = true;
         keep = UCS_INPROGRESS;
     } else {
-        in->owned = std::make_unique<std::byte[]>(len);  // 16-aligned, as the core wants
+        in->reserve(len);  // 16-aligned, as the core wants
         std::memcpy(in->owned.get(), data, len);
         in->data = in->owned.get();
         in->ready = true;
@@ -537,7 +552,7 @@ void ucx_transport::start_rendezvous() {
     for (auto& q : _in) {
         for (auto& in : q) {
             if (!in->rndv || in->desc == nullptr) continue;
-            in->owned = std::make_unique<std::byte[]>(in->len);
+            in->reserve(in->len);
             ucp_request_param_t p{};
             p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
             p.cb.recv_am = on_fetched;
@@ -601,19 +616,31 @@ std::size_t ucx_transport::poll_ucx(message_sink& sink) {
         }
     } catch (...) {
         _done_run.clear();
-        maybe_lock lock(_mutex, _locking);
-        for (auto& [lane, in] : _deliver) {
-            if (in->desc != nullptr) ucp_am_data_release(_worker, in->desc);
-        }
-        _deliver.clear();
+        recycle_delivered();
         throw;
     }
+    recycle_delivered();
+    return handled;
+}
+
+// UCP's buffers back to UCP, the records (and their small copies) kept for the next messages.
+void ucx_transport::recycle_delivered() {
+    constexpr std::size_t keep_records = 256, keep_copy = 4096;
     maybe_lock lock(_mutex, _locking);
     for (auto& [lane, in] : _deliver) {
         if (in->desc != nullptr) ucp_am_data_release(_worker, in->desc);
+        if (_free_in.size() >= keep_records) continue;
+        in->desc = nullptr;
+        in->data = nullptr;
+        in->ready = false;
+        in->rndv = false;
+        if (in->owned_cap > keep_copy) {
+            in->owned.reset();
+            in->owned_cap = 0;
+        }
+        _free_in.push_back(std::move(in));
     }
     _deliver.clear();
-    return handled;
 }
 
 // ---------------------------------------------------------------------------- one-sided
