@@ -394,7 +394,30 @@ void ucx_transport::setup_memory(MPI_Comm comm) {
     _packed_keys = keys;
 }
 
+/// By rank: whether it runs on this host (MPI's shared-memory split of `comm`).
+std::vector<char> same_host(MPI_Comm comm) {
+    MPI_Comm host = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host),
+              "MPI_Comm_split_type");
+    int me = 0, size = 1, leader = 0;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    leader = me;
+    check_mpi(MPI_Bcast(&leader, 1, MPI_INT, 0, host), "MPI_Bcast");
+    MPI_Comm_free(&host);
+    std::vector<int> leaders(static_cast<std::size_t>(size));
+    check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm),
+              "MPI_Allgather");
+    std::vector<char> out(leaders.size());
+    for (std::size_t r = 0; r < out.size(); ++r) out[r] = leaders[r] == leader ? 1 : 0;
+    return out;
+}
+
 void ucx_transport::connect(MPI_Comm comm) {
+    // Peer-failure handling only toward other hosts: UCX's shared-memory transports do not
+    // offer it, and asking for it sends a same-host peer over TCP (20x the latency). On one
+    // host a lost rank is the MPI launcher's to report (it ends the job).
+    const std::vector<char> local = same_host(comm);
     ucp_address_t* addr = nullptr;
     std::size_t addr_len = 0;
     check(rank(), "ucp_worker_get_address", ucp_worker_get_address(_worker, &addr, &addr_len));
@@ -406,12 +429,14 @@ void ucx_transport::connect(MPI_Comm comm) {
         const auto i = static_cast<std::size_t>(r);
         if (!_remote[i]) continue;
         ucp_ep_params_t ep{};
-        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
         ep.address = reinterpret_cast<const ucp_address_t*>(addrs[i].data());
-        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-        ep.err_handler.cb = on_error;
-        ep.err_handler.arg = &_peers[i];
+        if (local[i] == 0) {
+            ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+            ep.err_handler.cb = on_error;
+            ep.err_handler.arg = &_peers[i];
+        }
         check(rank(), "ucp_ep_create", ucp_ep_create(_worker, &ep, &_eps[i]));
         if (!_packed_keys[i].empty()) {
             check(rank(), "ucp_ep_rkey_unpack",
