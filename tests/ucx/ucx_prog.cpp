@@ -84,7 +84,7 @@ class checking_sink final : public tp::message_sink {
                  " lane " + std::to_string(lane) + ": wrong length or contents (" +
                  std::to_string(len) + " bytes), or out of order");
         }
-        if (reinterpret_cast<std::uintptr_t>(msg) % 16 != 0) fail("a message not 16-aligned");
+        if (reinterpret_cast<std::uintptr_t>(msg) % 8 != 0) fail("a message not 8-aligned");
         ++next;
         ++_total;
     }

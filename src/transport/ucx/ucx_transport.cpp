@@ -11,6 +11,7 @@
 #include "ucx_transport.hpp"
 
 #include "../../util/maybe_lock.hpp"
+#include "../mpi/eager_format.hpp"
 
 #include <am/error.hpp>
 
@@ -29,6 +30,15 @@ namespace am::transport::ucx {
 namespace {
 
 using util::maybe_lock;
+// The pack format is the mpi transport's (eager_format.hpp): records of an 8-byte header (u32
+// length, u32 zero) and the core message, each starting 8-aligned.
+using mpi::check_pack;
+using mpi::padded;
+using mpi::record_at;
+using mpi::record_header;
+/// Bytes of a pack: core messages to one (peer, lane) written back to back travel as one UCP
+/// active message of at most this size (a larger message travels alone).
+constexpr std::size_t pack_bytes = mpi::slot_bytes;
 
 /// Core messages in flight to one (peer, lane) before `try_reserve` refuses more (back-pressure
 /// as the mpi transport's credits: what an unpolled peer can be sent stays bounded).
@@ -85,6 +95,7 @@ struct send_buf {
     ucx_transport* self = nullptr;
     std::size_t index = 0;  // the (peer, lane) it counts against
     std::size_t cap = 0;
+    std::size_t fill = 0;  // bytes of records written
     std::unique_ptr<std::byte[]> data;
 };
 
@@ -135,29 +146,53 @@ class ucx_transport final : public transport, public one_sided {
         if (!_remote[static_cast<std::size_t>(dest)]) return _inner.try_reserve(dest, lane, bytes);
         maybe_lock lock(_mutex, _locking);
         const std::size_t i = index(dest, lane);
-        if (_in_flight[i] >= sends_in_flight) {
-            progress();
-            if (_in_flight[i] >= sends_in_flight) return nullptr;
+        const std::size_t need = record_header + bytes;
+        send_buf* b = _open[i].get();
+        if (b != nullptr && b->fill != 0 && b->fill + need > pack_bytes) send_pack(i);  // full
+        if (!_open[i]) {
+            if (_in_flight[i] >= sends_in_flight) {  // a pack per credit, as mpi's
+                progress();
+                if (_in_flight[i] >= sends_in_flight) return nullptr;
+            }
+            _open[i] = take_buf(i, std::max(need, pack_bytes));
         }
-        std::unique_ptr<send_buf>& b = _open[i];
-        if (!b) b = take_buf(i, bytes);
-        if (b->cap < bytes) {
-            b->data = std::make_unique<std::byte[]>(bytes);
-            b->cap = bytes;
+        b = _open[i].get();
+        if (b->cap < b->fill + need) {  // a large message, alone in its pack
+            b->data = std::make_unique<std::byte[]>(need);
+            b->cap = need;
         }
-        return b->data.get();
+        return b->data.get() + b->fill + record_header;
     }
 
     void commit(int dest, unsigned lane, std::byte* msg, std::size_t bytes) override {
         if (!_remote[static_cast<std::size_t>(dest)]) return _inner.commit(dest, lane, msg, bytes);
         maybe_lock lock(_mutex, _locking);
-        send(index(dest, lane), dest, lane, bytes);
+        const std::size_t i = index(dest, lane);
+        send_buf& b = *_open[i];
+        const std::uint32_t head[2] = {static_cast<std::uint32_t>(bytes), 0};
+        std::memcpy(b.data.get() + b.fill, head, sizeof head);
+        const bool first = b.fill == 0;
+        b.fill = std::min(padded(b.fill + record_header + bytes), b.cap);
+        ++_commits;
+        // With a progress thread every message leaves at once; a large one too.
+        if (_locking || b.fill > pack_bytes) return send_pack(i);
+        if (first) _packed.push_back(i);
     }
 
+    // Packs are sent as the mpi transport sends them (src/transport/mpi/README.md): by every
+    // poll but a send's own (the core polls right after each send from the rank's code), so
+    // that messages written back to back share a pack while nothing is held across a wait;
+    // the first send after a wait leaves at once.
     std::size_t poll(message_sink& sink) override {
+        const bool own = !_locking && _commits != _polled_at;
+        const bool send_now = !own || !_streaming;
+        _streaming = own;
+        if (send_now) flush_packs();
         std::size_t n = _inner.poll(sink);
         if (_closed) return n;
         n += poll_ucx(sink);
+        if (!own) flush_packs();  // what the handlers sent
+        if (!_locking) _polled_at = _commits;
         if (_failed.load(std::memory_order_acquire)) [[unlikely]]
             raise_failure();
         return n;
@@ -166,14 +201,19 @@ class ucx_transport final : public transport, public one_sided {
     // ---------------------------------------------------------------- the rest: the mpi job
     std::span<std::byte> segment(int rank) noexcept override { return _inner.segment(rank); }
     one_sided* remote_memory() noexcept override { return this; }
-    void barrier(coll_kind kind, const idle_fn& idle) override { _inner.barrier(kind, idle); }
+    void barrier(coll_kind kind, const idle_fn& idle) override {
+        flush_packs();
+        _inner.barrier(kind, idle);
+    }
     void allgather(coll_kind kind, const void* in, void* out, std::size_t bytes,
                    const idle_fn& idle, const done_fn& gathered) override {
+        flush_packs();
         _inner.allgather(kind, in, out, bytes, idle, gathered);
     }
     std::size_t max_gather_bytes() const noexcept override { return _inner.max_gather_bytes(); }
     void allreduce_sum(coll_kind kind, const std::uint64_t* in, std::uint64_t* out, std::size_t n,
                        const idle_fn& idle) override {
+        flush_packs();
         _inner.allreduce_sum(kind, in, out, n, idle);
     }
     std::string collective_stragglers() const override { return _inner.collective_stragglers(); }
@@ -208,11 +248,13 @@ class ucx_transport final : public transport, public one_sided {
         return static_cast<std::size_t>(dest) * num_lanes + lane;
     }
     std::unique_ptr<send_buf> take_buf(std::size_t i, std::size_t bytes);
-    void send(std::size_t i, int dest, unsigned lane, std::size_t bytes);
+    void send_pack(std::size_t i);
+    void flush_packs();
     unsigned progress();
     std::size_t poll_ucx(message_sink& sink);
     void start_rendezvous();
     void recycle_delivered();
+    std::size_t deliver_pack(message_sink& sink, unsigned lane, const incoming& in);
     void flush_puts();
     ucp_ep_h endpoint(int rank, std::uint64_t offset, std::size_t len, const char* call) const;
     void record_failure(std::string text);
@@ -240,6 +282,10 @@ class ucx_transport final : public transport, public one_sided {
     std::vector<std::unique_ptr<send_buf>> _open;   // by (peer, lane): the one being written
     std::vector<std::uint32_t> _in_flight;          // by (peer, lane)
     std::vector<std::unique_ptr<send_buf>> _spare;  // buffers whose sends completed
+    std::vector<std::size_t> _packed;               // (peer, lane) whose pack holds records
+    std::uint64_t _commits = 0;    // messages written (rank's thread only without a lock)
+    std::uint64_t _polled_at = 0;  // `_commits` at the last poll
+    bool _streaming = false;       // the last poll was a send's own
 
     std::array<std::deque<std::unique_ptr<incoming>>, num_lanes> _in;      // arrived, in order
     std::size_t _rndv_waiting = 0;                                         // not yet started
@@ -262,6 +308,7 @@ class ucx_transport final : public transport, public one_sided {
 
     std::string _failure;              // set by a callback (under the lock); raised by the poll
     std::atomic<bool> _failed{false};  // `_failure` is set: read by polls without the lock
+    std::mutex _failure_mutex;         // `_failure` (callbacks hold `_mutex`, the poll not)
     bool _closing = false;
     bool _closed = false;
 };
@@ -491,6 +538,7 @@ std::unique_ptr<send_buf> ucx_transport::take_buf(std::size_t i, std::size_t byt
         b->self = this;
     }
     b->index = i;
+    b->fill = 0;
     if (b->cap < bytes) {
         b->data = std::make_unique<std::byte[]>(bytes);
         b->cap = bytes;
@@ -498,17 +546,21 @@ std::unique_ptr<send_buf> ucx_transport::take_buf(std::size_t i, std::size_t byt
     return b;
 }
 
-void ucx_transport::send(std::size_t i, int dest, unsigned lane, std::size_t bytes) {
+void ucx_transport::send_pack(std::size_t i) {
     send_buf* b = _open[i].get();
+    if (b == nullptr || b->fill == 0) return;
+    const auto dest = static_cast<std::size_t>(i / num_lanes);
+    const auto lane = static_cast<unsigned>(i % num_lanes);
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.cb.send = on_sent;
     p.user_data = b;
-    void* req = ucp_am_send_nbx(_eps[static_cast<std::size_t>(dest)], lane, &_header,
-                                sizeof _header, b->data.get(), bytes, &p);
-    if (req == nullptr) {  // sent: the buffer serves the next message
+    void* req =
+        ucp_am_send_nbx(_eps[dest], lane, &_header, sizeof _header, b->data.get(), b->fill, &p);
+    if (req == nullptr) {  // sent: the buffer serves the next pack
+        b->fill = 0;
         if (b->cap > keep_bytes) {
-            b->data.reset();  // but not a large one's memory
+            b->data.reset();  // but not a large message's memory
             b->cap = 0;
         }
         return;
@@ -517,6 +569,13 @@ void ucx_transport::send(std::size_t i, int dest, unsigned lane, std::size_t byt
         fail_call(rank(), "ucp_am_send_nbx", UCS_PTR_STATUS(req));
     ++_in_flight[i];
     (void)_open[i].release();  // UCP reads it until `sent`
+}
+
+void ucx_transport::flush_packs() {
+    if (_packed.empty()) return;
+    maybe_lock lock(_mutex, _locking);
+    for (const std::size_t i : _packed) send_pack(i);
+    _packed.clear();
 }
 
 void ucx_transport::sent(send_buf* b, ucs_status_t st) {
@@ -558,13 +617,13 @@ ucs_status_t ucx_transport::arrived(unsigned lane, const void* header, std::size
         ++_rndv_waiting;
         keep = UCS_INPROGRESS;
     } else if ((attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0 &&
-               reinterpret_cast<std::uintptr_t>(data) % 16 == 0) {
+               reinterpret_cast<std::uintptr_t>(data) % 8 == 0) {
         in->data = static_cast<std::byte*>(data);  // UCP's buffer, released once delivered
         in->desc = data;
         in->ready = true;
         keep = UCS_INPROGRESS;
     } else {
-        in->reserve(len);  // 16-aligned, as the core wants
+        in->reserve(len);  // 8-aligned records, as the core wants
         std::memcpy(in->owned.get(), data, len);
         in->data = in->owned.get();
         in->ready = true;
@@ -636,8 +695,8 @@ std::size_t ucx_transport::poll_ucx(message_sink& sink) {
                                std::to_string(in->source) + " failed");
                 break;
             }
-            sink.deliver(in->source, lane, in->data, in->len);
-            ++handled;
+            handled += deliver_pack(sink, lane, *in);
+            if (_failed.load(std::memory_order_relaxed)) break;  // a malformed pack
         }
     } catch (...) {
         _done_run.clear();
@@ -646,6 +705,26 @@ std::size_t ucx_transport::poll_ucx(message_sink& sink) {
     }
     recycle_delivered();
     return handled;
+}
+
+// The core messages of a pack, in order, once the whole pack is checked (nothing a peer sends
+// is trusted: a malformed pack fails the job naming the peer).
+std::size_t ucx_transport::deliver_pack(message_sink& sink, unsigned lane, const incoming& in) {
+    std::uint32_t count = 0;
+    if (const char* bad = check_pack(in.data, in.len, count)) {
+        record_failure("rank " + std::to_string(rank()) + ": malformed UCX message from rank " +
+                       std::to_string(in.source) + " (lane " + std::to_string(lane) + ", " +
+                       std::to_string(in.len) + " bytes: " + bad + ")");
+        return 0;
+    }
+    const std::span<const std::byte> pack(in.data, in.len);
+    std::size_t at = 0;
+    for (std::uint32_t k = 0; k < count; ++k) {
+        const mpi::pack_record r = record_at(pack, at);
+        sink.deliver(in.source, lane, const_cast<std::byte*>(r.message.data()), r.message.size());
+        at = r.next;
+    }
+    return count;
 }
 
 // UCP's buffers back to UCP, the records (and their small copies) kept for the next messages.
@@ -811,6 +890,7 @@ void ucx_transport::lost(int peer, ucs_status_t st) {
 }
 
 void ucx_transport::record_failure(std::string text) {
+    std::lock_guard lock(_failure_mutex);
     if (_failed.load(std::memory_order_relaxed)) return;
     _failure = std::move(text);
     _failed.store(true, std::memory_order_release);
@@ -819,7 +899,7 @@ void ucx_transport::record_failure(std::string text) {
 void ucx_transport::raise_failure() {
     std::string text;
     {
-        maybe_lock lock(_mutex, _locking);
+        std::lock_guard lock(_failure_mutex);
         text = _failure;
     }
     _inner.fail_job(text);
