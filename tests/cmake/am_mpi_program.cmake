@@ -42,8 +42,8 @@ function(_am_mpi_program_one layer name variant np seconds)
   set(unset_transport AM_TRANSPORT)
   if(variant MATCHES "^ucx")
     if(NOT AM_HAVE_UCX)
-      am_test_unavailable(${test} "the ucx transport is not built: UCX not found by pkg-config "
-                                  "(Debian: libucx-dev)")
+      am_test_unavailable(${test} "the ucx transport is not built (AM_WITH_UCX=OFF, or UCX \
+not found by pkg-config: Debian libucx-dev)")
       return()
     endif()
     set(transport_env AM_TRANSPORT=ucx)
