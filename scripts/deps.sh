@@ -23,7 +23,7 @@ if [ "$set_name" != demo ]; then
   need="$need iproute2 iptables"                   # tests/multihost, the liveness netns test
   need="$need valgrind"                            # instruction counts, am.bench.tam.quick
   need="$need ucx-utils"                           # the UCX baseline of am_pingpong, am_flood
-  need="$need libucx-dev"                          # the ucx transport (optional for the demo)
+  need="$need libucx-dev"                          # the ucx transport and its tests
 fi
 if [ "$set_name" = ci ]; then
   need="$need clang-format"                        # the format check (.ci/run)

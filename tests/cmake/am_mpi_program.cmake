@@ -8,10 +8,15 @@
 # registers am.<layer>.<name>.<variant>.np<N> for each <variant>:<N> of <configs> (a ;-list).
 # The variant is am's node size: mpi (AM_NODE_SIZE=1, every message through MPI), mpimix
 # (AM_NODE_SIZE=2, pairs of ranks in shared memory) or mpishm (AM_NODE_SIZE=0, all ranks of the
-# host in shared memory). OK <text>: the job must succeed with <text> printed once per process.
-# Labels: mpi, the layer (unless it is mpi), the variant (unless it is mpi), and LABELS. The
-# programs rely on am choosing mpi by itself under mpiexec: AM_TRANSPORT is unset, and so are
-# the variables of UNSET. Sanitizer builds get 4 x <seconds>.
+# host in shared memory); or the ucx transport with a node size: ucx (AM_TRANSPORT=ucx,
+# AM_NODE_SIZE=1, every peer through UCX) or ucxmix (AM_NODE_SIZE=2, pairs in shared memory, the
+# other pairs through UCX). OK <text>: the job must succeed with <text> printed once per process.
+# Labels: mpi, the layer (unless it is mpi), the variant (unless it is mpi), and LABELS (so a
+# ucx test carries mpi and ucx or ucxmix, as the semantic suites' ucx jobs do). The mpi* variants
+# rely on am choosing mpi by itself under mpiexec: AM_TRANSPORT is unset, and so are the
+# variables of UNSET. The ucx* variants are registered only where the ucx transport is built
+# (AM_HAVE_UCX), and otherwise reported by am_test_unavailable. Sanitizer builds get
+# 4 x <seconds>.
 function(am_mpi_program_test layer name configs seconds)
   cmake_parse_arguments(arg "" "OK" "LABELS;ENVIRONMENT;UNSET;CHECKS;COMMAND" ${ARGN})
   foreach(config IN LISTS configs)
@@ -27,7 +32,23 @@ function(_am_mpi_program_one layer name variant np seconds)
   set(node_size_mpi 1)
   set(node_size_mpimix 2)
   set(node_size_mpishm 0)
+  set(node_size_ucx 1)
+  set(node_size_ucxmix 2)
   set(test am.${layer}.${name}.${variant}.np${np})
+  if(NOT DEFINED node_size_${variant})
+    message(FATAL_ERROR "am_mpi_program_test(${name}): unknown variant ${variant}")
+  endif()
+  set(transport_env "")
+  set(unset_transport AM_TRANSPORT)
+  if(variant MATCHES "^ucx")
+    if(NOT AM_HAVE_UCX)
+      am_test_unavailable(${test} "the ucx transport is not built (AM_WITH_UCX=OFF, or UCX \
+not found by pkg-config: Debian libucx-dev)")
+      return()
+    endif()
+    set(transport_env AM_TRANSPORT=ucx)
+    set(unset_transport "")
+  endif()
   set(checks ${arg_CHECKS})
   if(DEFINED arg_OK)
     list(PREPEND checks --expect ok --stdout-count "${arg_OK}" ${np})
@@ -47,10 +68,10 @@ function(_am_mpi_program_one layer name variant np seconds)
     math(EXPR timeout "${timeout} * 4")
   endif()
   math(EXPR processors "(${np} + 1) / 2")  # 2 ranks per core: oversubscribed, not swamped
-  set(environment ${AM_MPI_TEST_ENVIRONMENT} AM_NODE_SIZE=${node_size_${variant}}
-                  ${arg_ENVIRONMENT})
+  set(environment ${AM_MPI_TEST_ENVIRONMENT} ${transport_env}
+                  AM_NODE_SIZE=${node_size_${variant}} ${arg_ENVIRONMENT})
   set(unset)
-  foreach(var AM_TRANSPORT ${arg_UNSET})
+  foreach(var ${unset_transport} ${arg_UNSET})
     list(APPEND unset ${var}=unset:)
   endforeach()
   set_tests_properties(${test} PROPERTIES
