@@ -3,7 +3,8 @@
 // MPI_Isend flood) and, when ucx_perftest is installed, the UCX baseline (ucp_am_bw) on the
 // same sizes in the same run.
 //
-//   am_flood [--json] [--transport shm|threads|mpi] [--ranks 2] [--reps 7] ...   (see --help)
+//   am_flood [--json] [--transport shm|threads|mpi|ucx|ucx,mpi] [--ranks 2] [--reps 7] ...   (see
+//   --help)
 //
 // Per repetition rank 0 sends N messages back to back (short with one 8-byte argument for
 // op "short", a medium payload of `bytes` with no argument for op "medium"); rank 1 counts
@@ -128,6 +129,11 @@ void rank_main(am::context& ctx, rank_env& env) {
     }
 }
 
+/// With --transport ucx,mpi: am over ucx against am over mpi, point by point.
+void compare_transports(reporter& rep) {
+    rep.add_transport_ratios("am", "ucx", "mpi", "rate_Mmsgps", "rate_ratio");
+}
+
 /// False when the baseline was wanted but could not be run.
 bool compare_with_mpi(const options& o, reporter& rep) {
     const std::vector<std::size_t> sizes = am_sizes(rep);
@@ -167,6 +173,7 @@ int main(int argc, char** argv) {
                               return run_am_job(o, {}, rank_main, rep, reporting);
                           },
                           [&](reporter& rep) {
+                              compare_transports(rep);
                               const bool mpi = compare_with_mpi(o, rep);
                               return compare_with_ucx(o, ucx, rep) && mpi;
                           }});

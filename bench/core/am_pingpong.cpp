@@ -4,8 +4,8 @@
 // MPI baseline (MPI_Send/MPI_Recv ping-pong, windowed MPI_Isend bandwidth) and, when
 // ucx_perftest is installed, the UCX baseline (ucp_am_lat, ucp_am_bw) in the same run.
 //
-//   am_pingpong [--json] [--transport shm|threads|mpi] [--ranks 2] [--reps 7] ...   (see --help)
-//   am_pingpong --demo          am vs MPI and UCX, 8-byte one-way latency, for the README
+//   am_pingpong [--json] [--transport shm|threads|mpi|ucx|ucx,mpi] [--ranks 2] [--reps 7] ... (see
+//   --help) am_pingpong --demo          am vs MPI and UCX, 8-byte one-way latency, for the README
 //   am_pingpong --transport mpi [--node-size 1] ...   am over the mpi transport: the program
 //                               starts itself under mpirun (or runs under the user's mpirun)
 //
@@ -276,6 +276,12 @@ void rank_main(am::context& ctx, rank_env& env) {
     check_intact(ctx, pp);
 }
 
+/// With --transport ucx,mpi: am over ucx against am over mpi, point by point.
+void compare_transports(reporter& rep) {
+    rep.add_transport_ratios("am", "ucx", "mpi", "latency_us", "latency_ratio");
+    rep.add_transport_ratios("am", "ucx", "mpi", "bandwidth_GBps", "bandwidth_ratio");
+}
+
 /// The MPI side of the same sizes, then the am/MPI and am/memcpy ratios.
 /// False when the baseline was wanted but could not be run.
 bool compare_with_mpi(const options& o, reporter& rep) {
@@ -434,6 +440,7 @@ int main(int argc, char** argv) {
                         return run_am_job(o, {segment, true}, rank_main, rep, reporting);
                     },
                     [&](reporter& rep) {
+                        compare_transports(rep);
                         const bool mpi = compare_with_mpi(o, rep);
                         return compare_with_ucx(o, ucx, rep) && mpi;
                     }},

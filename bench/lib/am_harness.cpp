@@ -63,9 +63,10 @@ void sleep_us(long us) {
 
 #ifdef AM_HAVE_MPI
 
-/// This process is one rank of an MPI job running the am side (--transport mpi under mpirun).
+/// This process is one rank of an MPI job running the am side (--transport mpi or ucx under
+/// mpirun).
 bool mpi_in_job(const options& o) {
-    return o.transport == "mpi" && o.mpi_ok && am::launched_by_mpi() && !under_amrun();
+    return mpi_job(o.transport) && o.mpi_ok && am::launched_by_mpi() && !under_amrun();
 }
 
 bool mpi_owned = false;  // this program initialised MPI, so it finalises it
@@ -193,7 +194,8 @@ int run_mpi_rank(const options& o, const job_params& p, const rank_body& body, r
     const bool busy = enough || (pin && cores >= 2);
 
     shared_results out;
-    const std::string label = node_size == 1 ? "mpi" : "mixed";
+    const bool ucx = o.transport == "ucx";
+    const std::string label = node_size == 1 ? o.transport : ucx ? "mixed-ucx" : "mixed";
     if (p.hop && size >= 2 && busy) {
         const std::vector<double> v = mpi_hop(rank, o.reps);
         if (rank == 0 && !v.empty()) {
@@ -204,7 +206,7 @@ int run_mpi_rank(const options& o, const job_params& p, const rank_body& body, r
     lazy_barrier();  // the other ranks slept while 0 and 1 measured the hop
 
     am::config cfg;
-    cfg.transport = am::transport_kind::mpi;
+    cfg.transport = ucx ? am::transport_kind::ucx : am::transport_kind::mpi;
     cfg.node_size = node_size;
     while (cfg.segment_bytes < p.segment_bytes) cfg.segment_bytes *= 2;
     cfg.rma = p.rma;
@@ -233,11 +235,14 @@ int run_mpi_rank(const options& o, const job_params& p, const rank_body& body, r
 
 #endif  // AM_HAVE_MPI
 
-/// Starts this program again as an MPI job (--mpi-child) and adds what its rank 0 reports.
-int launch_mpi_job(const options& o, reporter& rep, bool& reporting) {
+/// Starts this program again as an MPI job (--mpi-child) on am transport `transport` (mpi or
+/// ucx) and adds what its rank 0 reports. The ucx job's UCX uses --ucx-tls, as the UCX
+/// baseline does.
+int launch_mpi_job(const options& o, const std::string& transport, reporter& rep, bool& reporting) {
     reporting = true;
 #ifndef AM_HAVE_MPI
     (void)o;
+    (void)transport;
     (void)rep;
     std::fprintf(stderr,
                  "bench: --transport mpi: am was built without MPI (MPI not found at configure "
@@ -253,12 +258,15 @@ int launch_mpi_job(const options& o, reporter& rep, bool& reporting) {
     }
     argv.push_back(self_path());
     argv.insert(argv.end(), o.args.begin(), o.args.end());
-    argv.push_back("--mpi-child");
-    const child_outcome c =
-        run_collecting(argv, {"AM_BENCH_CORES=" + std::to_string(usable_cores())}, rep);
+    argv.insert(argv.end(), {"--transport", transport, "--mpi-child"});  // the last one wins
+    std::vector<std::string> env{"AM_BENCH_CORES=" + std::to_string(usable_cores())};
+    if (transport == "ucx") env.push_back("UCX_TLS=" + o.ucx_tls);
+    const child_outcome c = run_collecting(argv, env, rep);
     if (c.status == 0 && c.results > 0) return 0;
-    std::fprintf(stderr, "bench: the am job under '%s -n %d' failed (status %d, %d results)\n",
-                 argv[0].c_str(), o.ranks, c.status, c.results);
+    std::fprintf(stderr,
+                 "bench: the am job (transport %s) under '%s -n %d' failed (status %d, %d "
+                 "results)\n",
+                 transport.c_str(), argv[0].c_str(), o.ranks, c.status, c.results);
     return c.status > 0 ? c.status : 1;
 #endif
 }
@@ -298,7 +306,9 @@ std::vector<int> rank_env::peers(const am::context& ctx) const {
 
 void rank_env::use_peer(int peer) {
     if (_idle == nullptr || node_size_of(_o) == 1) return;
-    _transport = _same_node[static_cast<std::size_t>(peer)] ? "mixed-shm" : "mixed-mpi";
+    _transport = _same_node[static_cast<std::size_t>(peer)] ? "mixed-shm"
+                 : _o.transport == "ucx"                    ? "mixed-ucx"
+                                                            : "mixed-mpi";
 }
 
 void rank_env::idle(am::context& ctx) const {
@@ -322,24 +332,35 @@ void rank_env::release_idle(am::context& ctx, int peer) const {
 
 void allow_mpi_transport(options& o) {
     o.mpi_ok = true;
-    if (!o.transport_given && am::launched_by_mpi() && !under_amrun()) o.transport = "mpi";
+    if (!o.transport_given && am::launched_by_mpi() && !under_amrun()) {
+        o.transport = "mpi";
+        o.transports = {"mpi"};
+    }
 }
 
 int run_am_job(const options& o, const job_params& p, const rank_body& body, reporter& rep,
                bool& reporting) {
-    if (o.transport == "mpi") {
-        if (!o.mpi_ok || under_amrun()) {
-            std::fprintf(stderr, "bench: --transport mpi: %s\n",
+    if (mpi_job(o.transport)) {
+        const bool in_job = am::launched_by_mpi();
+        if (!o.mpi_ok || under_amrun() || (in_job && o.transports.size() > 1)) {
+            std::fprintf(stderr, "bench: --transport %s: %s\n", o.transport.c_str(),
                          under_amrun() ? "not under amrun (start the program with mpirun)"
-                                       : "only am_pingpong and am_flood support it");
+                         : !o.mpi_ok   ? "only am_pingpong and am_flood support it"
+                                       : "one transport under mpirun (a list only when the "
+                                         "program starts its am jobs itself)");
             reporting = true;
             return 2;
         }
-        if (!am::launched_by_mpi()) return launch_mpi_job(o, rep, reporting);
+        if (!in_job) {
+            for (const std::string& t : o.transports) {
+                if (const int st = launch_mpi_job(o, t, rep, reporting); st != 0) return st;
+            }
+            return 0;
+        }
 #ifdef AM_HAVE_MPI
         return run_mpi_rank(o, p, body, rep, reporting);
 #else
-        return launch_mpi_job(o, rep, reporting);  // says am has no MPI
+        return launch_mpi_job(o, o.transport, rep, reporting);  // says am has no MPI
 #endif
     }
     am::config cfg;

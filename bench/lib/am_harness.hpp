@@ -3,7 +3,8 @@
 /// Runs a benchmark body on am ranks: configuration from the shared options, core pinning,
 /// busy-polling waits, and the path of rank 0's results back to the reporting process
 /// (ranks may be forked processes: shm transport, or launched by `amrun`; or the processes of
-/// an MPI job: mpi transport, started by the user's mpirun or by the benchmark itself).
+/// an MPI job: mpi or ucx transport, started by the user's mpirun or by the benchmark itself;
+/// `--transport ucx,mpi` starts one job per transport, in turn, in every round).
 #pragma once
 
 #include "options.hpp"

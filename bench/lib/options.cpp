@@ -83,11 +83,21 @@ std::vector<option_spec> shared_table(options& o) {
         {"--ops", "a,b,...", "only these operations (short, medium, long: long brings memcpy)",
          [&o](const std::string& v) { o.ops = split(v); }},
         {"--transport", "T",
-         "am transport: shm (default), threads, or mpi (am_pingpong, am_flood: the am ranks\n"
-         "are an MPI job, started with mpirun by the program itself unless it was started\n"
-         "by mpirun; default when started by mpirun)",
+         "am transport: shm (default), threads, mpi or ucx (am_pingpong, am_flood: the am\n"
+         "ranks are an MPI job, started with mpirun by the program itself unless it was\n"
+         "started by mpirun; mpi is the default then; ucx: peers off the node through UCX);\n"
+         "a list of mpi and ucx (e.g. ucx,mpi) measures each in turn in every round",
          [&o](const std::string& v) {
-             o.transport = to_choice("--transport", v, {"shm", "threads", "mpi"});
+             o.transports = to_choices("--transport", v, {"shm", "threads", "mpi", "ucx"});
+             const bool mpi_jobs = std::all_of(o.transports.begin(), o.transports.end(),
+                                               [](const std::string& t) { return mpi_job(t); });
+             if (o.transports.empty() || (o.transports.size() > 1 && !mpi_jobs)) {
+                 throw std::invalid_argument(
+                     "--transport: one transport, or a list of mpi "
+                     "and ucx, not '" +
+                     v + "'");
+             }
+             o.transport = o.transports.front();
              o.transport_given = true;
          }},
         {"--ranks", "N",
@@ -117,6 +127,20 @@ std::vector<option_spec> shared_table(options& o) {
          "am_pingpong, am_flood: UCX's ucx_perftest for the UCX baseline\n"
          "(default: ucx_perftest on PATH; skipped with a note when absent)",
          store_text(o.ucx_perftest)},
+        {"--ucx-tls", "LIST",
+         "am_pingpong, am_flood: UCX_TLS of the UCX baseline and of the am ranks of\n"
+         "--transport ucx that the program starts (default sm,self; tcp,self: UCX over TCP);\n"
+         "A/B/...: the am ranks and the first baseline run use A, further baseline runs B, ...",
+         [&o](const std::string& v) {
+             std::vector<std::string> all;
+             for (std::size_t from = 0, to = 0; to != std::string::npos; from = to + 1) {
+                 to = v.find('/', from);
+                 all.push_back(v.substr(from, to == std::string::npos ? to : to - from));
+                 if (all.back().empty()) throw std::invalid_argument("--ucx-tls: empty UCX_TLS");
+             }
+             o.ucx_tls = all.front();
+             o.ucx_tls_more.assign(all.begin() + 1, all.end());
+         }},
         {"--rounds", "N",
          "repeat (am run, MPI run) N times, alternating, and pool them: median of the\n"
          "per-round medians, min of minima, max of maxima; ratios are taken within each\n"

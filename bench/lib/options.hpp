@@ -40,12 +40,20 @@ struct options {
     std::size_t max_bytes = 0;          ///< --max-bytes N: largest size of the default sweep
     std::vector<std::size_t> bw_sizes;  ///< --bw-sizes a,b: bandwidth sizes (MPI baseline)
     std::vector<std::string> ops;       ///< --ops short,medium,long: subset to run (empty: all)
-    std::string transport = "shm";      ///< --transport threads|shm|mpi
-    int ranks = 2;                      ///< --ranks N (mpi: the processes mpirun starts)
-    int pin = -1;                       ///< --pin / --no-pin (-1: on when ranks <= cores)
-    bool baseline = true;               ///< --no-baseline: skip the MPI and UCX runs
-    bool ucx = true;                    ///< --no-ucx: skip the UCX run (am_pingpong, am_flood)
-    std::string ucx_perftest;           ///< --ucx-perftest PATH (empty: ucx_perftest on PATH)
+    std::string transport = "shm";      ///< --transport threads|shm|mpi|ucx (the first of a list)
+    /// --transport mpi,ucx: the am transports of an MPI job measured in turn in every round
+    /// (am_pingpong, am_flood); one entry, `transport`, otherwise.
+    std::vector<std::string> transports{"shm"};
+    int ranks = 2;             ///< --ranks N (mpi: the processes mpirun starts)
+    int pin = -1;              ///< --pin / --no-pin (-1: on when ranks <= cores)
+    bool baseline = true;      ///< --no-baseline: skip the MPI and UCX runs
+    bool ucx = true;           ///< --no-ucx: skip the UCX run (am_pingpong, am_flood)
+    std::string ucx_perftest;  ///< --ucx-perftest PATH (empty: ucx_perftest on PATH)
+    /// --ucx-tls LIST: UCX_TLS of the UCX baseline, and of the am ranks of the ucx transport
+    /// that the benchmark starts itself.
+    std::string ucx_tls = "sm,self";
+    /// --ucx-tls A/B/...: UCX_TLS values of further UCX baseline runs after the first (B, ...).
+    std::vector<std::string> ucx_tls_more;
     int rounds = 0;      ///< --rounds N: repeat the am run + MPI run pair (0: 1, demo 5)
     int window = 64;     ///< --window N: MPI_Isend window of the MPI flood/bandwidth
     bool touch = false;  ///< --touch (am_flood): medium handlers read their whole payload
@@ -62,7 +70,7 @@ struct options {
     /// --mpi-child (internal): this process is an am rank of a job that the benchmark started
     /// under mpirun; rank 0 prints its results as JSON lines for the benchmark to read.
     bool mpi_child = false;
-    bool mpi_ok = false;            ///< the program supports --transport mpi (set by it)
+    bool mpi_ok = false;            ///< the program supports --transport mpi and ucx (set by it)
     std::vector<std::string> args;  ///< argv[1..] as given (to start the program again)
 
     /// Whether to pin rank r to core r, after resolving the default.
@@ -70,6 +78,11 @@ struct options {
     /// True when `op` was selected by --ops (or --ops was not given).
     [[nodiscard]] bool wants(const std::string& op) const;
 };
+
+/// Whether am transport `t` ("mpi", "ucx") makes the am ranks an MPI job.
+[[nodiscard]] inline bool mpi_job(std::string_view t) {
+    return t == "mpi" || t == "ucx";
+}
 
 /// One command-line option: `--name ARG`, or a flag when `arg` is null, or the first
 /// positional argument when `name` is empty; `help` for --help (lines after the first start

@@ -217,6 +217,28 @@ void reporter::add_ratios(std::string_view num_system, std::string_view num_op,
     }
 }
 
+void reporter::add_transport_ratios(std::string_view system, std::string_view num_transport,
+                                    std::string_view den_transport, std::string_view metric,
+                                    std::string_view ratio_metric) {
+    const std::string sys = std::string(system) + "-" + std::string(num_transport) + "/" +
+                            std::string(system) + "-" + std::string(den_transport);
+    const std::vector<result> snapshot = _all;
+    for (const result& a : snapshot) {
+        if (system != a.system || num_transport != a.transport || metric != a.metric) continue;
+        for (const result& b : snapshot) {
+            if (system != b.system || den_transport != b.transport || metric != b.metric ||
+                std::strcmp(a.op, b.op) != 0 || a.bytes != b.bytes) {
+                continue;
+            }
+            if (b.median == 0 || b.min == 0 || b.max == 0) break;
+            const summary s =
+                ratio_of({a.median, a.min, a.max, a.reps}, {b.median, b.min, b.max, b.reps});
+            add(make_result(a.bench, sys, a.transport, a.ranks, a.op, a.bytes, ratio_metric, s));
+            break;
+        }
+    }
+}
+
 void reporter::print_header(std::FILE* out) {
     std::fprintf(out, "%-12s %-10s %-9s %5s %-12s %9s %-16s %10s %10s %10s %4s\n", "bench",
                  "system", "transport", "ranks", "op", "bytes", "metric", "median", "min", "max",

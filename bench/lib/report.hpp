@@ -76,6 +76,12 @@ class reporter {
     void add_ratios(std::string_view num_system, std::string_view num_op,
                     std::string_view den_system, std::string_view den_op, std::string_view metric,
                     std::string_view ratio_metric);
+    /// Adds a ratio line for every `system` result with `metric` on `num_transport` over the
+    /// same point (op, bytes) on `den_transport`: system "<system>-<num>/<system>-<den>" (e.g.
+    /// "am-ucx/am-mpi"), transport `num_transport`, figures as `add_ratios` gives them.
+    void add_transport_ratios(std::string_view system, std::string_view num_transport,
+                              std::string_view den_transport, std::string_view metric,
+                              std::string_view ratio_metric);
     /// Prints the table of everything added so far (done by the destructor with --json).
     void print_table(std::FILE* out) const;
 

@@ -27,14 +27,14 @@
 namespace am::bench {
 namespace {
 
-constexpr const char* ucx_tls = "sm,self";       // UCX's shared-memory transports, and self
-constexpr const char* ucx_transport = "ucx-sm";  // the `transport` value of every UCX line
-constexpr int port_attempts = 5;                 // fresh ports tried when the server cannot bind
-constexpr int listen_timeout_ms = 10000;         // server start-up, until it listens
-constexpr int server_exit_timeout_ms = 5000;     // server exit after the client's
+constexpr int port_attempts = 5;              // fresh ports tried when the server cannot bind
+constexpr int listen_timeout_ms = 10000;      // server start-up, until it listens
+constexpr int server_exit_timeout_ms = 5000;  // server exit after the client's
 
-std::vector<std::string> ucx_env() {
-    return {std::string("UCX_TLS=") + ucx_tls};
+/// The `transport` value of the UCX lines of a run with UCX_TLS=`tls`: "ucx-" and its first
+/// transport ("ucx-sm" for the default sm,self; "ucx-tcp" for tcp,self).
+std::string ucx_transport(const std::string& tls) {
+    return "ucx-" + tls.substr(0, tls.find(','));
 }
 
 void sleep_ms(long ms) {
@@ -181,12 +181,14 @@ std::optional<csv_line> parse_csv(const std::string& line, std::size_t points, i
 struct job_plan {
     int client_cpu, server_cpu;  // -1: not pinned
     int timeout_ms;
+    std::string tls;  // UCX_TLS of both
 };
 
 /// Starts the server on a free port and waits until it listens. False (with the reason in
 /// `why`) when no port worked; the server's output then goes to stderr.
 bool start_server(const std::string& exe, const std::string& batch, const job_plan& plan,
                   child_process& server, log_file& log, int& port, std::string& why) {
+    const std::vector<std::string> env{"UCX_TLS=" + plan.tls};
     for (int attempt = 0; attempt < port_attempts; ++attempt) {
         port = free_port();
         if (port <= 0) {
@@ -194,7 +196,7 @@ bool start_server(const std::string& exe, const std::string& batch, const job_pl
             return false;
         }
         if (!server.start({exe, "-p", std::to_string(port), "-b", batch}, log.fd(), plan.server_cpu,
-                          ucx_env())) {
+                          env)) {
             why = "fork failed";
             return false;
         }
@@ -229,7 +231,7 @@ bool run_batch(const std::string& exe, const std::string& batch, const job_plan&
     int port = 0;
     if (!start_server(exe, batch, plan, server, server_log, port, why)) return false;
     if (!client.start({exe, "127.0.0.1", "-p", std::to_string(port), "-b", batch, "-v", "-f"},
-                      client_log.fd(), plan.client_cpu, ucx_env())) {
+                      client_log.fd(), plan.client_cpu, {"UCX_TLS=" + plan.tls})) {
         why = "fork failed";
         return false;
     }
@@ -267,7 +269,8 @@ per_point collect(const std::vector<std::string>& out, const std::vector<ucx_poi
 }
 
 /// The result of one point from its per-repetition values.
-result point_result(const std::string& bench, const ucx_point& p, const point_values& pv) {
+result point_result(const std::string& tls, const std::string& bench, const ucx_point& p,
+                    const point_values& pv) {
     std::vector<double> v;
     if (p.test == ucx_test::am_lat) {
         v = pv.lat;  // ucx_perftest halves the round trip of its ping-pong tests
@@ -276,7 +279,7 @@ result point_result(const std::string& bench, const ucx_point& p, const point_va
     } else {
         for (double r : pv.msgps) v.push_back(r / 1e6);
     }
-    return make_result(bench, "ucx", ucx_transport, 2, ucx_op(p.test), p.bytes, p.metric,
+    return make_result(bench, "ucx", ucx_transport(tls), 2, ucx_op(p.test), p.bytes, p.metric,
                        summarize(v));
 }
 
@@ -303,7 +306,10 @@ ucx_baseline::ucx_baseline(const options& o, std::string bench)
 std::string ucx_baseline::skip_reason() const {
     if (!_o.baseline) return "--no-baseline";
     if (!_o.ucx) return "--no-ucx";
-    if (_o.transport == "mpi") return "it runs beside --transport shm or threads only";
+    if (std::find(_o.transports.begin(), _o.transports.end(), "mpi") != _o.transports.end() &&
+        std::find(_o.transports.begin(), _o.transports.end(), "ucx") == _o.transports.end()) {
+        return "it runs beside --transport shm, threads or ucx only";
+    }
     if (_exe.empty()) {
         return _o.ucx_perftest.empty() ? "ucx_perftest not found on PATH (Debian package ucx-utils)"
                                        : "'" + _o.ucx_perftest + "' is not an executable file";
@@ -324,8 +330,15 @@ bool ucx_baseline::run(const std::vector<ucx_point>& points, reporter& rep) {
         return true;
     }
     if (points.empty()) return true;
+    bool ok = run_tls(points, _o.ucx_tls, rep);
+    for (const std::string& tls : _o.ucx_tls_more) ok = run_tls(points, tls, rep) && ok;
+    return ok;
+}
+
+bool ucx_baseline::run_tls(const std::vector<ucx_point>& points, const std::string& tls,
+                           reporter& rep) {
     const bool pin = _o.pin != 0;
-    job_plan plan{pin ? usable_cpu(0) : -1, pin ? usable_cpu(1) : -1, 0};
+    job_plan plan{pin ? usable_cpu(0) : -1, pin ? usable_cpu(1) : -1, 0, tls};
     // A bound for hangs only: generous beside the few seconds a default batch takes.
     plan.timeout_ms = 60000 + 2000 * static_cast<int>(points.size()) * _o.reps;
     const std::vector<double> hop = pin ? cores_hop(_o.reps) : std::vector<double>{};
@@ -343,18 +356,18 @@ bool ucx_baseline::run(const std::vector<ucx_point>& points, reporter& rep) {
                 std::fprintf(stderr, "  ucx_perftest: %s\n", s.c_str());
         }
         std::fprintf(stderr,
-                     "%s: NO UCX BASELINE: '%s' %s (%zu of %zu points complete); am figures "
-                     "are not compared with UCX\n",
-                     _bench.c_str(), _exe.c_str(), ok ? "printed too few results" : why.c_str(),
-                     complete, points.size());
+                     "%s: NO UCX BASELINE: '%s' with UCX_TLS=%s %s (%zu of %zu points "
+                     "complete); am figures are not compared with it\n",
+                     _bench.c_str(), _exe.c_str(), tls.c_str(),
+                     ok ? "printed too few results" : why.c_str(), complete, points.size());
         return false;
     }
     if (!hop.empty()) {
-        rep.add(make_result(_bench, "cacheline", ucx_transport, 2, "hop", 8, "latency_us",
+        rep.add(make_result(_bench, "cacheline", ucx_transport(tls), 2, "hop", 8, "latency_us",
                             summarize(hop)));
     }
     for (std::size_t i = 0; i < points.size(); ++i) {
-        rep.add(point_result(_bench, points[i], got.at(i)));
+        rep.add(point_result(tls, _bench, points[i], got.at(i)));
     }
     return true;
 }

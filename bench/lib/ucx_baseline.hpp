@@ -2,9 +2,9 @@
 /// @file
 /// The UCX baseline of am_pingpong and am_flood: UCX's own benchmark, `ucx_perftest` (Debian
 /// `ucx-utils`), run as a server and a client process on this host over UCX's shared-memory
-/// transports (`UCX_TLS=sm,self`), pinned to the two cores the am ranks use, on the sizes the
-/// am run measured, with the same iterations and repetitions; its figures become JSON lines
-/// with system "ucx", transport "ucx-sm". Optional: when ucx_perftest is not installed the
+/// transports (`UCX_TLS=sm,self`, or --ucx-tls), pinned to the two cores the am ranks use, on the
+/// sizes the am run measured, with the same iterations and repetitions; its figures become JSON
+/// lines with system "ucx", transport "ucx-sm". Optional: when ucx_perftest is not installed the
 /// baseline is skipped with a one-line note and the benchmark's status is unaffected.
 #pragma once
 
@@ -53,13 +53,17 @@ class ucx_baseline {
     /// and adds the results to `rep`, preceded by the cache-line hop between the two cores it
     /// ran on. Returns false, after saying why on stderr, only when the baseline was wanted,
     /// ucx_perftest is there, and it failed; a skipped baseline (--no-baseline, --no-ucx,
-    /// not installed, fewer than 2 cores, --transport mpi) returns true after a note.
+    /// not installed, fewer than 2 cores, --transport mpi without ucx) returns true after a note.
+    /// With --ucx-tls A/B/..., one batch per UCX_TLS value, in that order (transport "ucx-<its
+    /// first transport>"; ratios are taken against the first).
     bool run(const std::vector<ucx_point>& points, reporter& rep);
 
   private:
     /// Why the baseline is not run, or empty.
     [[nodiscard]] std::string skip_reason() const;
     void note(const std::string& why);
+    /// One batch with UCX_TLS=`tls`.
+    bool run_tls(const std::vector<ucx_point>& points, const std::string& tls, reporter& rep);
 
     const options& _o;
     std::string _bench;
