@@ -37,6 +37,9 @@
  *   (`AM_ERR_BAD_CONTEXT`), except in a remote function (RPC), which they block.
  * - Thread-safety: as a context (<am/am.h>): the rank's thread and its handlers. Flag values
  *   (`am_splitc_flag_value`, `am_splitc_flag_add`) may be read and updated from any thread.
+ * - Remote atomics (`am_splitc_atomic_*`): one read-modify-write of an aligned 32- or 64-bit word
+ *   of any rank's segment, atomic with respect to every other remote atomic on that word (C or
+ *   C++, any rank, any path); see their section below and docs/splitc.md, "Remote atomics".
  *
  * Valid C11 and C++; self-contained.
  */
@@ -228,6 +231,80 @@ AM_NODISCARD am_status_t am_splitc_get_indexed_nb(am_context_t* ctx, void* dst,
                                                   am_splitc_gptr_t base, const uint64_t* index,
                                                   size_t count, size_t elem_bytes,
                                                   am_splitc_flag_t* flag) AM_NOEXCEPT;
+
+/* ------------------------------------------------------------------------ remote atomics */
+
+/// What a remote atomic does to the word `w` at its target with `operand` (and `compare`).
+/// The values are those of `am::atomic_op`.
+typedef enum am_splitc_atomic_op {
+    AM_SPLITC_ATOMIC_ADD = 0,           ///< w = w + operand (integers wrap; double: IEEE)
+    AM_SPLITC_ATOMIC_AND = 1,           ///< w = w & operand
+    AM_SPLITC_ATOMIC_OR = 2,            ///< w = w | operand
+    AM_SPLITC_ATOMIC_XOR = 3,           ///< w = w ^ operand
+    AM_SPLITC_ATOMIC_SWAP = 4,          ///< w = operand
+    AM_SPLITC_ATOMIC_COMPARE_SWAP = 5,  ///< if (w == compare) w = operand
+    AM_SPLITC_ATOMIC_MIN = 6,           ///< w = min(w, operand), signed or unsigned by the call
+    AM_SPLITC_ATOMIC_MAX = 7            ///< w = max(w, operand)
+} am_splitc_atomic_op_t;
+
+/// Blocking remote atomic on the `int32_t` at `p` (aligned to 4 bytes): applies `op` with
+/// `operand` (`compare` is used by AM_SPLITC_ATOMIC_COMPARE_SWAP only) and returns when it is
+/// done at the target, with the old value in `*old` (when `old` is not NULL). Executed with CPU
+/// atomics when `p`'s segment is mapped here, else by the network (ucx) or a message to the
+/// owner, which runs it with CPU atomics. Not from a handler (`AM_ERR_BAD_CONTEXT`, except in a
+/// remote function). Errors, before anything is sent: a null pointer or unaligned offset, an
+/// unknown op `AM_ERR_INVALID_ARGUMENT`; a bad rank `AM_ERR_BAD_RANK`; a word outside the segment
+/// `AM_ERR_OUT_OF_SEGMENT`.
+AM_NODISCARD am_status_t am_splitc_atomic_i32(am_context_t* ctx, am_splitc_gptr_t p,
+                                              am_splitc_atomic_op_t op, int32_t operand,
+                                              int32_t compare, int32_t* old) AM_NOEXCEPT;
+/// As am_splitc_atomic_i32 on a `uint32_t` word (min and max compare unsigned).
+AM_NODISCARD am_status_t am_splitc_atomic_u32(am_context_t* ctx, am_splitc_gptr_t p,
+                                              am_splitc_atomic_op_t op, uint32_t operand,
+                                              uint32_t compare, uint32_t* old) AM_NOEXCEPT;
+/// As am_splitc_atomic_i32 on an `int64_t` word (aligned to 8 bytes).
+AM_NODISCARD am_status_t am_splitc_atomic_i64(am_context_t* ctx, am_splitc_gptr_t p,
+                                              am_splitc_atomic_op_t op, int64_t operand,
+                                              int64_t compare, int64_t* old) AM_NOEXCEPT;
+/// As am_splitc_atomic_i32 on a `uint64_t` word (aligned to 8 bytes).
+AM_NODISCARD am_status_t am_splitc_atomic_u64(am_context_t* ctx, am_splitc_gptr_t p,
+                                              am_splitc_atomic_op_t op, uint64_t operand,
+                                              uint64_t compare, uint64_t* old) AM_NOEXCEPT;
+/// As am_splitc_atomic_i32 on a `double` word (aligned to 8 bytes): only ADD, SWAP and
+/// COMPARE_SWAP (which compares bit patterns); other ops are `AM_ERR_INVALID_ARGUMENT`.
+AM_NODISCARD am_status_t am_splitc_atomic_f64(am_context_t* ctx, am_splitc_gptr_t p,
+                                              am_splitc_atomic_op_t op, double operand,
+                                              double compare, double* old) AM_NOEXCEPT;
+
+/// Split-phase remote atomic: starts the operation of am_splitc_atomic_i32 and returns; once it
+/// is done at the target the old value is written to `*old` (when not NULL; it must stay valid
+/// until then) and `flag` (of this context, required) counts one here. Never blocks; may be
+/// called from request handlers (from reply handlers only when no message is needed: a mapped
+/// segment or the network).
+AM_NODISCARD am_status_t am_splitc_atomic_i32_nb(am_context_t* ctx, am_splitc_gptr_t p,
+                                                 am_splitc_atomic_op_t op, int32_t operand,
+                                                 int32_t compare, int32_t* old,
+                                                 am_splitc_flag_t* flag) AM_NOEXCEPT;
+/// Split-phase am_splitc_atomic_u32.
+AM_NODISCARD am_status_t am_splitc_atomic_u32_nb(am_context_t* ctx, am_splitc_gptr_t p,
+                                                 am_splitc_atomic_op_t op, uint32_t operand,
+                                                 uint32_t compare, uint32_t* old,
+                                                 am_splitc_flag_t* flag) AM_NOEXCEPT;
+/// Split-phase am_splitc_atomic_i64.
+AM_NODISCARD am_status_t am_splitc_atomic_i64_nb(am_context_t* ctx, am_splitc_gptr_t p,
+                                                 am_splitc_atomic_op_t op, int64_t operand,
+                                                 int64_t compare, int64_t* old,
+                                                 am_splitc_flag_t* flag) AM_NOEXCEPT;
+/// Split-phase am_splitc_atomic_u64.
+AM_NODISCARD am_status_t am_splitc_atomic_u64_nb(am_context_t* ctx, am_splitc_gptr_t p,
+                                                 am_splitc_atomic_op_t op, uint64_t operand,
+                                                 uint64_t compare, uint64_t* old,
+                                                 am_splitc_flag_t* flag) AM_NOEXCEPT;
+/// Split-phase am_splitc_atomic_f64.
+AM_NODISCARD am_status_t am_splitc_atomic_f64_nb(am_context_t* ctx, am_splitc_gptr_t p,
+                                                 am_splitc_atomic_op_t op, double operand,
+                                                 double compare, double* old,
+                                                 am_splitc_flag_t* flag) AM_NOEXCEPT;
 
 #ifdef __cplusplus
 }  // extern "C"

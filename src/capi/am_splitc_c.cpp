@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -115,6 +116,43 @@ void get_c(am_context* c, const char* call, const rma_shape& s, am_splitc_flag_t
     if (!blocking)
         check_pointer(call, c, flag, true, "flag (am_splitc_get and its variants block)");
     am::splitc::detail::rma_get(*c->cxx, s, flag_of(call, c, flag, "the flag"), call);
+}
+
+/// The value a C caller passed as an op: read as an int, so that a value outside the enum (which
+/// C allows) is refused by the range check rather than being a C++ enum out of range.
+int op_code(const am_splitc_atomic_op_t& op) noexcept {
+    static_assert(sizeof(am_splitc_atomic_op_t) == sizeof(int));
+    int code = 0;
+    std::memcpy(&code, &op, sizeof code);
+    return code;
+}
+
+/// A C atomic: the layer's atomic of type T, blocking (old value to `old`) or split-phase
+/// (old value to `old` when the flag counts).
+template <class T>
+void atomic_c(am_context* c, const char* call, am_splitc_gptr_t p, int code, T operand, T compare,
+              T* old, am_splitc_flag_t* flag, bool blocking) {
+    if (code < AM_SPLITC_ATOMIC_ADD || code > AM_SPLITC_ATOMIC_MAX) {
+        fail(errc::invalid_argument, call, c,
+             "atomic op " + std::to_string(code) + " is not an am_splitc_atomic_op_t");
+    }
+    if (!blocking) check_pointer(call, c, flag, true, "flag (the calls without _nb block)");
+    namespace sd = am::splitc::detail;
+    const sd::atomic_args a{p.rank,
+                            p.offset,
+                            static_cast<am::atomic_op>(code),
+                            sd::atomic_type_of<T>(),
+                            sd::to_word(operand),
+                            sd::to_word(compare)};
+    if (blocking) {
+        const std::uint64_t w = sd::rma_atomic(*c->cxx, a, nullptr, call);
+        if (old != nullptr) *old = sd::from_word<T>(w);
+        return;
+    }
+    sd::atomic_completion done;
+    done.flag = flag_of(call, c, flag, "the flag");
+    done.result = old;
+    (void)sd::rma_atomic(*c->cxx, a, &done, call);
 }
 
 /// Runs `f` for `call` on `ctx`. The layer's messages speak of C++ names; a C caller knows
@@ -328,6 +366,88 @@ am_status_t am_splitc_get_indexed_nb(am_context_t* ctx, void* dst, am_splitc_gpt
     return run_c(ctx, call, [&] {
         get_c(ctx, call, indexed(call, ctx, base, index, count, dst, elem_bytes), flag, false);
     });
+}
+
+// ----------------------------------------------------------------------------- remote atomics
+
+am_status_t am_splitc_atomic_i32(am_context_t* ctx, am_splitc_gptr_t p, am_splitc_atomic_op_t op,
+                                 int32_t operand, int32_t compare, int32_t* old) noexcept {
+    const char* call = "am_splitc_atomic_i32";
+    return run_c(ctx, call, [&] {
+        atomic_c(ctx, call, p, op_code(op), operand, compare, old, nullptr, true);
+    });
+}
+
+am_status_t am_splitc_atomic_i32_nb(am_context_t* ctx, am_splitc_gptr_t p, am_splitc_atomic_op_t op,
+                                    int32_t operand, int32_t compare, int32_t* old,
+                                    am_splitc_flag_t* flag) noexcept {
+    const char* call = "am_splitc_atomic_i32_nb";
+    return run_c(ctx, call,
+                 [&] { atomic_c(ctx, call, p, op_code(op), operand, compare, old, flag, false); });
+}
+
+am_status_t am_splitc_atomic_u32(am_context_t* ctx, am_splitc_gptr_t p, am_splitc_atomic_op_t op,
+                                 uint32_t operand, uint32_t compare, uint32_t* old) noexcept {
+    const char* call = "am_splitc_atomic_u32";
+    return run_c(ctx, call, [&] {
+        atomic_c(ctx, call, p, op_code(op), operand, compare, old, nullptr, true);
+    });
+}
+
+am_status_t am_splitc_atomic_u32_nb(am_context_t* ctx, am_splitc_gptr_t p, am_splitc_atomic_op_t op,
+                                    uint32_t operand, uint32_t compare, uint32_t* old,
+                                    am_splitc_flag_t* flag) noexcept {
+    const char* call = "am_splitc_atomic_u32_nb";
+    return run_c(ctx, call,
+                 [&] { atomic_c(ctx, call, p, op_code(op), operand, compare, old, flag, false); });
+}
+
+am_status_t am_splitc_atomic_i64(am_context_t* ctx, am_splitc_gptr_t p, am_splitc_atomic_op_t op,
+                                 int64_t operand, int64_t compare, int64_t* old) noexcept {
+    const char* call = "am_splitc_atomic_i64";
+    return run_c(ctx, call, [&] {
+        atomic_c(ctx, call, p, op_code(op), operand, compare, old, nullptr, true);
+    });
+}
+
+am_status_t am_splitc_atomic_i64_nb(am_context_t* ctx, am_splitc_gptr_t p, am_splitc_atomic_op_t op,
+                                    int64_t operand, int64_t compare, int64_t* old,
+                                    am_splitc_flag_t* flag) noexcept {
+    const char* call = "am_splitc_atomic_i64_nb";
+    return run_c(ctx, call,
+                 [&] { atomic_c(ctx, call, p, op_code(op), operand, compare, old, flag, false); });
+}
+
+am_status_t am_splitc_atomic_u64(am_context_t* ctx, am_splitc_gptr_t p, am_splitc_atomic_op_t op,
+                                 uint64_t operand, uint64_t compare, uint64_t* old) noexcept {
+    const char* call = "am_splitc_atomic_u64";
+    return run_c(ctx, call, [&] {
+        atomic_c(ctx, call, p, op_code(op), operand, compare, old, nullptr, true);
+    });
+}
+
+am_status_t am_splitc_atomic_u64_nb(am_context_t* ctx, am_splitc_gptr_t p, am_splitc_atomic_op_t op,
+                                    uint64_t operand, uint64_t compare, uint64_t* old,
+                                    am_splitc_flag_t* flag) noexcept {
+    const char* call = "am_splitc_atomic_u64_nb";
+    return run_c(ctx, call,
+                 [&] { atomic_c(ctx, call, p, op_code(op), operand, compare, old, flag, false); });
+}
+
+am_status_t am_splitc_atomic_f64(am_context_t* ctx, am_splitc_gptr_t p, am_splitc_atomic_op_t op,
+                                 double operand, double compare, double* old) noexcept {
+    const char* call = "am_splitc_atomic_f64";
+    return run_c(ctx, call, [&] {
+        atomic_c(ctx, call, p, op_code(op), operand, compare, old, nullptr, true);
+    });
+}
+
+am_status_t am_splitc_atomic_f64_nb(am_context_t* ctx, am_splitc_gptr_t p, am_splitc_atomic_op_t op,
+                                    double operand, double compare, double* old,
+                                    am_splitc_flag_t* flag) noexcept {
+    const char* call = "am_splitc_atomic_f64_nb";
+    return run_c(ctx, call,
+                 [&] { atomic_c(ctx, call, p, op_code(op), operand, compare, old, flag, false); });
 }
 
 }  // extern "C"

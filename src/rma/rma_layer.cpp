@@ -63,6 +63,14 @@ void getv_data(token& t, std::span<const std::byte> data, std::uint64_t record, 
     layer(t).on_getv_data(t, data, record, first, count);
 }
 
+void atomic(token& t, std::uint64_t offset, std::uint64_t operand, std::uint64_t compare,
+            std::uint64_t code, std::uint64_t record) {
+    layer(t).on_atomic(t, offset, operand, compare, code, record);
+}
+void atomic_reply(token& t, std::uint64_t record, std::uint64_t old) {
+    layer(t).on_atomic_reply(t, record, old);
+}
+
 }  // namespace am::rma
 
 namespace am::detail {
@@ -112,7 +120,10 @@ rma_layer::rma_layer(context& ctx, const config& cfg)
       _h_get_long(ctx.handler<&rma::get_long>()),
       _h_get_long_data(ctx.handler<&rma::get_long_data>()),
       _h_getv(ctx.handler<&rma::getv>()),
-      _h_getv_data(ctx.handler<&rma::getv_data>()) {
+      _h_getv_data(ctx.handler<&rma::getv_data>()),
+      _h_atomic(ctx.handler<&rma::atomic>()),
+      _h_atomic_reply(ctx.handler<&rma::atomic_reply>()) {
+    core::set_deferred(ctx, [this] { return run_net_done(); });
     for (int r = 0; r < _size; ++r) {
         const std::span<std::byte> seg = core::segment_of(ctx, r);
         _bases[static_cast<std::size_t>(r)] = seg.empty() ? nullptr : seg.data();
@@ -268,6 +279,10 @@ void rma_layer::put(const rma_shape& s, counter* flag, counter* done, const char
         if (done != nullptr) done->add();
         return;
     }
+    if (s.rows != 0 && net(s.rank)) {
+        put_net(s, flagword, done);
+        return;
+    }
     if (!blocking) {
         put_am(s, flagword, done);
         return;
@@ -289,6 +304,10 @@ void rma_layer::get(const rma_shape& s, counter* flag, const char* call) {
     if (direct(s.rank)) {
         get_direct(s);
         if (flag != nullptr) flag->add();
+        return;
+    }
+    if (s.rows != 0 && net(s.rank)) {
+        get_net(s, flag);
         return;
     }
     if (flag != nullptr) {
@@ -369,6 +388,10 @@ void rma_exchange(context& c, const void* in, void* out, std::size_t bytes) {
 void* rma_local(const context& c, int rank, std::uint64_t offset, std::size_t bytes) noexcept {
     am::detail::rma_layer* m = am::detail::rma_if(c);
     return m == nullptr ? nullptr : m->local(rank, offset, bytes);
+}
+std::uint64_t rma_atomic(context& c, const atomic_args& a, const atomic_completion* split,
+                         const char* call) {
+    return am::detail::rma_of(c, call).atomic(a, split, call);
 }
 std::uint64_t rma_offset_of(const context& c, const void* p, std::size_t bytes) {
     return am::detail::rma_of(c, "am::context::to_global").offset_of(p, bytes);

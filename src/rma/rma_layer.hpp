@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The Split-C layer of one rank: segment allocation, remote-flag identities, and split-phase
-// put/get. Two implementations behind one interface: direct copies into segments mapped in this
-// process (threads, shm), and the reference implementation on core active messages (a put is a
-// long or packed medium request whose last message increments the flag; a get is a request
-// answered by the data).
+// put/get and remote atomics. Three implementations behind one interface: direct copies (and CPU
+// atomics) on segments mapped in this process (threads, shm), the one-sided network
+// (core::remote_*, ucx: rma_net.cpp), and the reference implementation on core active messages
+// (a put is a long or packed medium request whose last message increments the flag; a get is a
+// request answered by the data; an atomic a request run at the owner).
 #pragma once
 
 #include "segment_heap.hpp"
@@ -14,12 +15,17 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace am::detail {
 
 // The shape of a put or get, as <am/detail/splitc.hpp> defines it for the layer's entry points.
 using splitc::detail::rma_shape;
+
+/// `op` with CPU atomics on the `t` word at `p` (aligned); returns the old word (rma_atomic.cpp).
+std::uint64_t apply_atomic(std::byte* p, atomic_op op, splitc::detail::atomic_type t,
+                           std::uint64_t operand, std::uint64_t compare) noexcept;
 
 /// Counters by position, so a put can name the target's counter: the n-th live counter of
 /// every rank shares one identity.
@@ -48,6 +54,16 @@ struct rma_piece {
     std::size_t len;
 };
 
+class rma_layer;
+
+/// An operation on the one-sided network (core::remote_*) waiting for its `done`: the callback
+/// queues it, and the layer's deferred work (inside a poll, as a handler) calls `finish`.
+struct net_record {
+    rma_layer* layer = nullptr;
+    virtual ~net_record() = default;
+    virtual void finish(std::uint64_t value) = 0;
+};
+
 class rma_layer final : public core::layer {
   public:
     static constexpr core::key key{"Split-C (rma)"};
@@ -56,6 +72,8 @@ class rma_layer final : public core::layer {
 
     void put(const rma_shape& s, counter* flag, counter* done, const char* call);
     void get(const rma_shape& s, counter* flag, const char* call);
+    std::uint64_t atomic(const splitc::detail::atomic_args& a,
+                         const splitc::detail::atomic_completion* split, const char* call);
 
     std::uint64_t allocate(std::size_t bytes, std::size_t align);
     void deallocate(int rank, std::uint64_t offset);
@@ -77,16 +95,27 @@ class rma_layer final : public core::layer {
                  std::uint64_t first);
     void on_getv_data(token& t, std::span<const std::byte> data, std::uint64_t record,
                       std::uint64_t first, std::uint64_t count);
+    void on_atomic(token& t, std::uint64_t offset, std::uint64_t operand, std::uint64_t compare,
+                   std::uint64_t code, std::uint64_t record);
+    void on_atomic_reply(token& t, std::uint64_t record, std::uint64_t old);
 
   private:
     struct getv_record;
+    struct atomic_record;
+    struct net_put;
+    struct net_get;
 
     void check(const rma_shape& s, const char* call) const;
     void check_remote(int source, std::uint64_t offset, std::uint64_t len, const char* what) const;
     void check_sends(bool sends, const char* call) const;
+    void check_atomic(const splitc::detail::atomic_args& a, const char* call) const;
     [[nodiscard]] std::uint64_t check_flag(counter* flag, int target, const char* call) const;
     [[nodiscard]] bool direct(int rank) const noexcept {
         return _direct && _bases[static_cast<std::size_t>(rank)] != nullptr;
+    }
+    /// Not mapped here, but reachable by the one-sided network (ucx) on the automatic path.
+    [[nodiscard]] bool net(int rank) const noexcept {
+        return _direct && !direct(rank) && core::one_sided(_ctx, rank);
     }
     void put_direct(const rma_shape& s);
     void get_direct(const rma_shape& s);
@@ -95,6 +124,13 @@ class rma_layer final : public core::layer {
     void getv_am(int rank, std::vector<rma_piece> pieces, counter* flag);
     void finish_put(token& t, std::uint64_t flagword, std::uint64_t done);
     void wait_for(counter& k, std::uint64_t n);
+    void start_atomic(const splitc::detail::atomic_args& a, atomic_record* rec);
+    void put_net(const rma_shape& s, std::uint64_t flagword, counter* done);
+    void get_net(const rma_shape& s, counter* flag);
+    void put_arrived(net_put& rec);
+    // The one-sided network's `done` (core::remote_done): queues the record for run_net_done.
+    static void net_done(void* arg, std::uint64_t value);
+    std::size_t run_net_done();
 
     context& _ctx;
     int _rank;
@@ -106,6 +142,8 @@ class rma_layer final : public core::layer {
     segment_heap _heap;
     counter_table _counters;
     std::vector<std::byte> _scratch;  // packs get replies (handlers run one at a time)
+    std::mutex _net_mutex;            // guards _net_finished (callbacks and polls may race)
+    std::vector<std::pair<net_record*, std::uint64_t>> _net_finished;
 
     handle_t<void (*)(token&, std::uint32_t)> _h_flag;
     handle_t<void (*)(token&, std::span<std::byte>, std::uint64_t, std::uint64_t)> _h_put_long;
@@ -122,6 +160,10 @@ class rma_layer final : public core::layer {
     handle_t<void (*)(token&, std::span<const std::byte>, std::uint64_t, std::uint64_t,
                       std::uint64_t)>
         _h_getv_data;
+    handle_t<void (*)(token&, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                      std::uint64_t)>
+        _h_atomic;
+    handle_t<void (*)(token&, std::uint64_t, std::uint64_t)> _h_atomic_reply;
 };
 
 }  // namespace am::detail

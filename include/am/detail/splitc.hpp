@@ -4,11 +4,14 @@
 /// entry points of the Split-C layer, implemented in src/rma.
 #pragma once
 
+#include <am/atomic_op.hpp>
 #include <am/global_ptr.hpp>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace am {
@@ -49,6 +52,73 @@ void rma_deallocate(context& c, int rank, std::uint64_t offset);
 void rma_exchange(context& c, const void* in, void* out, std::size_t bytes);
 void* rma_local(const context& c, int rank, std::uint64_t offset, std::size_t bytes) noexcept;
 std::uint64_t rma_offset_of(const context& c, const void* p, std::size_t bytes);
+
+/// The types a remote atomic works on, as the wire and the layer name them.
+enum class atomic_type : std::uint8_t { i32, u32, i64, u64, f32, f64 };
+
+/// True for the types of remote atomics: 32- and 64-bit integers, float and double.
+template <class T>
+inline constexpr bool is_atomic_type =
+    std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t> ||
+    std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t> ||
+    std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+template <class T>
+constexpr atomic_type atomic_type_of() noexcept {
+    static_assert(is_atomic_type<T>,
+                  "am: remote atomics work on int32_t, uint32_t, int64_t, uint64_t, float, double");
+    if constexpr (std::is_same_v<T, std::int32_t>) return atomic_type::i32;
+    if constexpr (std::is_same_v<T, std::uint32_t>) return atomic_type::u32;
+    if constexpr (std::is_same_v<T, std::int64_t>) return atomic_type::i64;
+    if constexpr (std::is_same_v<T, std::uint64_t>) return atomic_type::u64;
+    if constexpr (std::is_same_v<T, float>) return atomic_type::f32;
+    return atomic_type::f64;
+}
+
+/// A value as the word the layer carries (its bits, zero-extended).
+template <class T>
+constexpr std::uint64_t to_word(T v) noexcept {
+    if constexpr (sizeof(T) == 4) {
+        return std::bit_cast<std::uint32_t>(v);
+    } else {
+        return std::bit_cast<std::uint64_t>(v);
+    }
+}
+/// The value whose bits are the low `sizeof(T)` bytes of `w`.
+template <class T>
+constexpr T from_word(std::uint64_t w) noexcept {
+    if constexpr (sizeof(T) == 4) {
+        return std::bit_cast<T>(static_cast<std::uint32_t>(w));
+    } else {
+        return std::bit_cast<T>(w);
+    }
+}
+
+/// One remote atomic: `op` on the `type` word at byte `offset` of `rank`'s segment.
+struct atomic_args {
+    int rank;
+    std::uint64_t offset;
+    atomic_op op;
+    atomic_type type;
+    std::uint64_t operand;
+    std::uint64_t compare;
+};
+
+/// How a split-phase atomic completes, once the operation has been done at the target, in this
+/// order: the old value's bytes (the type's width) to `result`, `done(arg, old)`, `flag` counts
+/// one. Any of them may be null.
+struct atomic_completion {
+    counter* flag = nullptr;
+    void* result = nullptr;
+    void (*done)(void* arg, std::uint64_t old) = nullptr;
+    void* arg = nullptr;
+};
+
+/// Runs the atomic `a`; `split` null: blocks and returns the old word; else returns 0 at once
+/// and completes through `split` (at once on a mapped segment, else from a later poll).
+/// Throws am::error before anything is sent when `a` is not valid.
+std::uint64_t rma_atomic(context& c, const atomic_args& a, const atomic_completion* split,
+                         const char* call);
 
 template <class T>
 std::byte* as_bytes(const T* p) noexcept {
