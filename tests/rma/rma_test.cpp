@@ -366,7 +366,8 @@ class path_choice : public rma_test {};
 // The configured path is the one taken: through active messages every byte of a put or get to
 // another rank travels in messages; the automatic path copies directly when the target's
 // segment is mapped here (threads and shm map every segment, mpi those of the ranks of this
-// node), so almost nothing does, and otherwise sends it in messages too.
+// node), so almost nothing does, uses the one-sided network where the transport has one (ucx,
+// other nodes), so nothing travels in messages either, and otherwise sends it in messages too.
 AM_RMA_TEST(path_choice, data_travels_as_configured) {
     const int n = ctx.size(), me = ctx.rank();
     const int right = (me + 1) % n;
@@ -384,10 +385,16 @@ AM_RMA_TEST(path_choice, data_travels_as_configured) {
     const std::uint64_t put_bytes = mid.bytes_sent - before.bytes_sent;
     const std::uint64_t get_bytes = after.bytes_received - mid.bytes_received;
     const bool direct = path == am::rma_path::automatic && am_test::same_node(me, right);
+    const bool network = path == am::rma_path::automatic && am_test::one_sided(me, right);
     EXPECT_EQ(ctx.local(boxes[static_cast<std::size_t>(right)]) != nullptr, direct)
         << "rank " << right << "'s segment seen from rank " << me
         << " with AM_RMA=" << am_test::rma_path_name(path);
-    if (!direct) {
+    if (network) {
+        EXPECT_LT(put_bytes, len / 2)
+            << "a put over the one-sided network sent its data as messages";
+        EXPECT_LT(get_bytes, len / 2)
+            << "a get over the one-sided network got its data as messages";
+    } else if (!direct) {
         EXPECT_GE(put_bytes, len) << "payload bytes sent by a put through active messages";
         EXPECT_GE(get_bytes, len) << "payload bytes received by a get through active messages";
     } else {

@@ -160,6 +160,13 @@ inline bool same_node(int a, int b) {
     return a / job.node_size == b / job.node_size;
 }
 
+/// Whether rank `a` reaches rank `b`'s segment through the one-sided network of the current
+/// job's transport (ucx, between ranks of different nodes): put, get and atomics then travel
+/// without active messages.
+inline bool one_sided(int a, int b) {
+    return current_job().transport == am::transport_kind::ucx && !same_node(a, b);
+}
+
 /// The rank count of the MPI job this process belongs to, from the launcher's environment
 /// (0 when not launched by an MPI launcher or the launcher does not say).
 inline int launched_mpi_size() {
