@@ -82,8 +82,9 @@ std::string coll_names::describe_mismatch(const std::vector<std::uint64_t>& ids)
 }
 
 void transport::collective_mismatch(coll_id mine, const std::vector<std::uint64_t>& ids) {
-    const std::string what = collective_names().call(mine.kind()) + ": rank " + std::to_string(_rank) +
-                             ": " + collective_names().describe_mismatch(ids);
+    const std::string what = collective_names().call(mine.kind()) + ": rank " +
+                             std::to_string(_rank) + ": " +
+                             collective_names().describe_mismatch(ids);
     fail_job("rank " + std::to_string(_rank) + " failed: " + what);
     throw error(errc::collective_mismatch, what);
 }

@@ -196,7 +196,8 @@ namespace {
 std::unique_ptr<transport> start_ucx(mpi_transport& tp, MPI_Comm comm,
                                      [[maybe_unused]] bool locking) {
 #ifdef AM_HAVE_UCX
-    constexpr unsigned mpi_every_under_ucx = 4;  // as with node peers: a peer's failure notice is not late
+    constexpr unsigned mpi_every_under_ucx =
+        4;  // as with node peers: a peer's failure notice is not late
     tp.set_mpi_every(mpi_every_under_ucx);
     return ucx::make(tp, comm, locking);
 #else
