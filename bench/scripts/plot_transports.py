@@ -28,13 +28,13 @@ BARS = {
     "latency_us": [("am ucx (short)", "am", "ucx", "short"),
                    ("am mpi (short)", "am", "mpi", "short"),
                    ("MPI send/recv", "mpi", "mpi", "send_recv"),
-                   ("ucp_am_lat tcp", "ucx", "ucx-tcp", "ucp_am_lat"),
-                   ("ucp_am_lat sm", "ucx", "ucx-sm", "ucp_am_lat")],
+                   ("ucp_am_lat sm", "ucx", "ucx-sm", "ucp_am_lat"),
+                   ("ucp_am_lat tcp", "ucx", "ucx-tcp", "ucp_am_lat")],
     "rate_Mmsgps": [("am ucx (short)", "am", "ucx", "short"),
                     ("am mpi (short)", "am", "mpi", "short"),
                     ("MPI isend window", "mpi", "mpi", "isend_window"),
-                    ("ucp_am_bw tcp", "ucx", "ucx-tcp", "ucp_am_bw"),
-                    ("ucp_am_bw sm", "ucx", "ucx-sm", "ucp_am_bw")],
+                    ("ucp_am_bw sm", "ucx", "ucx-sm", "ucp_am_bw"),
+                    ("ucp_am_bw tcp", "ucx", "ucx-tcp", "ucp_am_bw")],
 }
 
 
@@ -65,7 +65,7 @@ def main(d):
     two = [r for r in load(os.path.join(d, "multihost_ucx.jsonl"))
            if r["bench"].endswith("_2hosts")]
     fig, axes = plt.subplots(2, 2, figsize=(10, 8))
-    bars(axes[0][0], one, "latency_us", "8 B one-way latency, one host, node size 1 (µs)")
+    bars(axes[0][0], one, "latency_us", "8 B one-way latency, one host, node size 1 (am ucx: sm) (µs)")
     bars(axes[0][1], one, "rate_Mmsgps", "8 B message rate, one host (Mmsg/s)")
     bars(axes[1][0], two, "latency_us", "8 B latency, 2 emulated hosts, TCP (µs)")
     bars(axes[1][1], two, "rate_Mmsgps", "8 B message rate, 2 emulated hosts, TCP (Mmsg/s)")
