@@ -45,6 +45,9 @@ constexpr std::size_t pack_bytes = mpi::slot_bytes;
 constexpr std::uint32_t sends_in_flight = 64;
 /// A send buffer larger than this (a long payload inline) is not kept for the next message.
 constexpr std::size_t keep_bytes = std::size_t{1} << 20;
+/// A send's own poll while the rank streams polls UCX and the mpi job only every this many
+/// times (as the mpi transport's `mpi_every_while_sending`).
+constexpr unsigned progress_every_while_sending = 16;
 /// Progress calls per poll at most, while each finds work.
 constexpr int progress_rounds = 4;
 
@@ -185,6 +188,14 @@ class ucx_transport final : public transport, public one_sided {
     // the first send after a wait leaves at once.
     std::size_t poll(message_sink& sink) override {
         const bool own = !_locking && _commits != _polled_at;
+        // A send's own poll while the rank streams: the packs stay open and nothing is polled
+        // but every `progress_every_while_sending`-th time (credits and arrivals are still
+        // seen), as the mpi transport does; a wait's poll does it all.
+        if (own && _streaming && ++_own_polls < progress_every_while_sending) {
+            _polled_at = _commits;
+            return 0;
+        }
+        _own_polls = 0;
         const bool send_now = !own || !_streaming;
         _streaming = own;
         if (send_now) flush_packs();
@@ -286,6 +297,7 @@ class ucx_transport final : public transport, public one_sided {
     std::uint64_t _commits = 0;    // messages written (rank's thread only without a lock)
     std::uint64_t _polled_at = 0;  // `_commits` at the last poll
     bool _streaming = false;       // the last poll was a send's own
+    unsigned _own_polls = 0;       // sends' own polls skipped since the last full one
 
     std::array<std::deque<std::unique_ptr<incoming>>, num_lanes> _in;      // arrived, in order
     std::size_t _rndv_waiting = 0;                                         // not yet started
@@ -555,6 +567,10 @@ void ucx_transport::send_pack(std::size_t i) {
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.cb.send = on_sent;
     p.user_data = b;
+    if (b->fill <= pack_bytes) {  // a pack of small messages: eager (over TCP UCX would
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;  // otherwise fetch an 8 KiB pack by
+        p.flags = UCP_AM_SEND_FLAG_EAGER;           // rendezvous, a round trip more)
+    }
     void* req =
         ucp_am_send_nbx(_eps[dest], lane, &_header, sizeof _header, b->data.get(), b->fill, &p);
     if (req == nullptr) {  // sent: the buffer serves the next pack
