@@ -6,7 +6,9 @@
 #include "../util/assert.hpp"
 #include "../util/maybe_lock.hpp"
 
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
 
 namespace am::detail {
@@ -115,15 +117,27 @@ bool context_impl::put_long_payload(const send_desc& d) {
     if (d.len < one_sided_long_bytes) return false;
     transport::one_sided* os = _tp.remote_memory();
     if (os == nullptr || !os->reaches(d.dest) || in_handler()) return false;
-    std::atomic<bool> done{false};  // set by a poll, perhaps the progress thread's
+    // Set by a poll, perhaps the progress thread's; owned by the waiter and the completion
+    // together, so a wait that throws (the job failed) leaves the completion a live flag.
+    struct flag {
+        std::atomic<bool> done{false};
+        std::atomic<int> owners{2};
+        static void release(flag* f) noexcept {
+            if (f->owners.fetch_sub(1, std::memory_order_acq_rel) == 1) delete f;
+        }
+    };
+    auto* f = new flag;
     os->put(
         d.dest, d.offset, d.payload, d.len,
         [](void* arg, std::uint64_t) {
-            static_cast<std::atomic<bool>*>(arg)->store(true, std::memory_order_release);
+            auto* g = static_cast<flag*>(arg);
+            g->done.store(true, std::memory_order_release);
+            flag::release(g);
         },
-        &done);
+        f);
+    const std::unique_ptr<flag, void (*)(flag*)> mine(f, flag::release);
     unsigned backoff = 0;
-    while (!done.load(std::memory_order_acquire)) poll_or_idle(backoff);
+    while (!f->done.load(std::memory_order_acquire)) poll_or_idle(backoff);
     return true;
 }
 

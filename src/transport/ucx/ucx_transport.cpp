@@ -151,7 +151,10 @@ class ucx_transport final : public transport, public one_sided {
         const std::size_t i = index(dest, lane);
         const std::size_t need = record_header + bytes;
         send_buf* b = _open[i].get();
-        if (b != nullptr && b->fill != 0 && b->fill + need > pack_bytes) send_pack(i);  // full
+        if (b != nullptr && b->fill != 0 &&
+            (b->fill + need > pack_bytes || b->fill + need > b->cap)) {
+            send_pack(i);  // full: the message opens the next pack
+        }
         if (!_open[i]) {
             if (_in_flight[i] >= sends_in_flight) {  // a pack per credit, as mpi's
                 progress();
@@ -160,9 +163,9 @@ class ucx_transport final : public transport, public one_sided {
             _open[i] = take_buf(i, std::max(need, pack_bytes));
         }
         b = _open[i].get();
-        if (b->cap < b->fill + need) {  // a large message, alone in its pack
-            b->data = std::make_unique<std::byte[]>(need);
-            b->cap = need;
+        if (b->cap < need) {  // an empty pack (fill 0), too small: a large message alone
+            b->data = std::make_unique<std::byte[]>(std::max(need, pack_bytes));
+            b->cap = std::max(need, pack_bytes);
         }
         return b->data.get() + b->fill + record_header;
     }
@@ -316,7 +319,8 @@ class ucx_transport final : public transport, public one_sided {
 
     std::vector<std::vector<std::byte>> _packed_keys;    // set-up only: every rank's packed rkey
     std::vector<std::pair<ucx_transport*, int>> _peers;  // error handlers' arguments, by rank
-    std::int32_t _header = 0;  // the AM header: this rank (UCP may read it after the call)
+    std::uint64_t _largest = 0;  // the largest pack a peer may send (one message: setup_memory)
+    std::int32_t _header = 0;    // the AM header: this rank (UCP may read it after the call)
 
     std::string _failure;              // set by a callback (under the lock); raised by the poll
     std::atomic<bool> _failed{false};  // `_failure` is set: read by polls without the lock
@@ -405,6 +409,9 @@ void ucx_transport::setup_worker(MPI_Comm comm) {
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
     params.mt_workers_shared = 0;
+    // Atomics by the CPU at the target, never by a NIC: the owner and its node peers apply
+    // atomics to the same words with CPU instructions, which NIC atomics are not atomic with.
+    check(rank(), "ucp_config_modify", ucp_config_modify(config, "ATOMIC_MODE", "cpu"));
     const ucs_status_t st = ucp_init(&params, config, &_context);
     ucp_config_release(config);
     check(rank(), "ucp_init", st);
@@ -432,6 +439,12 @@ void ucx_transport::setup_memory(MPI_Comm comm) {
     std::vector<std::uint64_t> all(static_cast<std::size_t>(size()) * 2);
     check_mpi(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm),
               "MPI_Allgather");
+    // The largest pack: one message of the largest size a rank may send (a medium one, or a
+    // long one with a whole segment inline), with its record header and padding.
+    const std::uint64_t mine_largest = _inner.max_message() + seg.size() + record_header + 8;
+    check_mpi(MPI_Allreduce(&mine_largest, &_largest, 1, MPI_UINT64_T, MPI_MAX, comm),
+              "MPI_Allreduce");
+    _largest = std::max<std::uint64_t>(_largest, pack_bytes);
     _bases.resize(static_cast<std::size_t>(size()));
     _sizes.resize(static_cast<std::size_t>(size()));
     for (std::size_t r = 0; r < _bases.size(); ++r) {
@@ -575,10 +588,7 @@ void ucx_transport::send_pack(std::size_t i) {
         ucp_am_send_nbx(_eps[dest], lane, &_header, sizeof _header, b->data.get(), b->fill, &p);
     if (req == nullptr) {  // sent: the buffer serves the next pack
         b->fill = 0;
-        if (b->cap > keep_bytes) {
-            b->data.reset();  // but not a large message's memory
-            b->cap = 0;
-        }
+        if (b->cap > keep_bytes) _open[i].reset();  // but not a large message's memory
         return;
     }
     if (UCS_PTR_IS_ERR(req)) [[unlikely]]
@@ -615,6 +625,13 @@ ucs_status_t ucx_transport::arrived(unsigned lane, const void* header, std::size
         record_failure("rank " + std::to_string(rank()) + ": malformed UCX message (a header of " +
                        std::to_string(header_len) + " bytes naming rank " + std::to_string(source) +
                        ", which is not a peer off this node)");
+        return UCS_OK;
+    }
+    if (len > _largest) {
+        record_failure("rank " + std::to_string(rank()) + ": malformed UCX message from rank " +
+                       std::to_string(source) + " (lane " + std::to_string(lane) + ": " +
+                       std::to_string(len) + " bytes, over the largest pack of the job, " +
+                       std::to_string(_largest) + ")");
         return UCS_OK;
     }
     std::unique_ptr<incoming> in;
@@ -925,6 +942,7 @@ void ucx_transport::raise_failure() {
 // ------------------------------------------------------------------------------ the end
 
 void ucx_transport::finish() {
+    flush_packs();  // nothing is left open after quiescence; harmless if something is
     std::unique_lock<std::mutex> lock(_mutex, std::defer_lock);
     if (_locking) lock.lock();
     // Every operation of this rank complete at its target, then no rank sends any more.
